@@ -1,0 +1,107 @@
+"""`SingleContact`: one sphere–sphere contact driven by total overlap and total shift.
+
+It runs exactly the kernels the engine runs (the batched dispatcher on a batch of one), so a law
+has one implementation. Conventions (shared/notes/contact-mechanics.md): `overlap` is the total
+approach of the centres, `shift` the total tangential displacement (2-vector, contact frame) since
+first touch; N >= 0 compressive; T parallel to the shift in elastic loading.
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+from . import state as S
+from .hertz import contact_params
+from .laws import HISTORY_LAWS, contact_step, law_id, separate
+from .store import PT_DELTA, PT_N, PT_PX, PT_PY, HistoryStore, link_next, link_slip
+
+
+@njit
+def _single_step(law, prm, fs, ist, delta, dsx, dsy, pts, nxt, meta):
+    contact_step(law, prm, fs, ist, 0, delta, dsx, dsy, pts, nxt, meta)
+
+
+class SingleContact:
+    """One contact between two spheres of the same material.
+
+    Parameters: law (one of TANGENTIAL_LAWS), R1, R2 (m, R2 = inf for a plane), E (Pa), nu, mu,
+    xi (Jaeger approximation, 0 = exact), kt_linear (linear law only: constant tangential
+    stiffness in N/m; 0 = Mindlin's k_t at the current overlap).
+    """
+
+    def __init__(self, law="jaeger", R1=1e-3, R2=1e-3, E=70e9, nu=0.25, mu=0.5, xi=0.0, kt_linear=0.0):
+        self.law_name = law
+        self.law = law_id(law)
+        self.prm = contact_params(R1, R2, E, nu, mu, xi, kt_linear)
+        self.fs = np.zeros((1, S.N_FSTATE))
+        self.ist = np.full((1, S.N_ISTATE), 0, dtype=np.int64)
+        self.ist[0, S.I_HEAD] = -1
+        self.store = HistoryStore(64)
+        self.s_prev = np.zeros(2)
+
+    def step(self, overlap, shift):
+        """Move (straight line) to total `overlap` and total `shift`; returns (N, T) with T a 2-vector."""
+        overlap = float(overlap)
+        if not math.isfinite(overlap):
+            raise ValueError(f"overlap must be a finite number, got {overlap!r}")
+        shift = np.asarray(shift, dtype=np.float64)
+        if shift.shape != (2,):
+            raise ValueError(f"shift must be a 2-vector (total tangential shift in the contact plane), got shape {shift.shape}")
+        if not np.all(np.isfinite(shift)):
+            raise ValueError(f"shift must be finite, got {shift!r}")
+        ds = shift - self.s_prev
+        self.s_prev = shift.copy()
+        self.store.ensure_free(1)
+        st = self.store
+        _single_step(self.law, self.prm, self.fs, self.ist, overlap, ds[0], ds[1], st.pts, st.nxt, st.meta)
+        return float(self.fs[0, S.F_N]), self.fs[0, S.F_TX:S.F_TY + 1].copy()
+
+    def separate(self):
+        """Open the contact now (the same as a step to overlap 0, keeping the shift)."""
+        st = self.store
+        separate(self.fs, self.ist, 0, st.pts, st.nxt, st.meta)
+
+    @property
+    def N(self):
+        return float(self.fs[0, S.F_N])
+
+    @property
+    def T(self):
+        return self.fs[0, S.F_TX:S.F_TY + 1].copy()
+
+    @property
+    def kind(self):
+        """What the last step was: 'separated', 'elastic', 'partial_slip' or 'gross_sliding'."""
+        return ("separated", "elastic", "partial_slip", "gross_sliding")[int(self.fs[0, S.F_KIND])]
+
+    def history_points(self):
+        """Jaeger only: the equivalent load history bottom-up, one row per stored point i >= 1:
+        dict of arrays delta, N, p (k, 2), slip (k,), T (k, 2)."""
+        if self.law_name not in HISTORY_LAWS:
+            raise ValueError(f"history() is defined for the laws {HISTORY_LAWS}, not {self.law_name!r}")
+        st = self.store
+        idx = []
+        i = int(self.ist[0, S.I_HEAD])
+        while i >= 0:
+            idx.append(i)
+            i = int(link_next(st.nxt, i))
+        idx.reverse()
+        k = len(idx)
+        delta = np.array([st.pts[i, PT_DELTA] for i in idx])
+        N = np.array([st.pts[i, PT_N] for i in idx])
+        p = np.array([[st.pts[i, PT_PX], st.pts[i, PT_PY]] for i in idx]).reshape(k, 2)
+        slip = np.array([bool(link_slip(st.nxt, i)) for i in idx], dtype=bool)
+        # Forces at the points from the top down: T_{i-1} = T_i - p_i (N_i - N_{i-1}).
+        T = np.zeros((k, 2))
+        if k:
+            T[-1] = self.fs[0, S.F_TX:S.F_TY + 1]
+            for j in range(k - 1, 0, -1):
+                T[j - 1] = T[j] - p[j] * (N[j] - N[j - 1])
+        return {"delta": delta, "N": N, "p": p, "slip": slip, "T": T}
+
+    def history(self):
+        """Jaeger only: the equivalent load history as a (k, 3) array of (N, Tx, Ty) points
+        (the origin, point 0, is implicit and not listed)."""
+        h = self.history_points()
+        return np.column_stack([h["N"], h["T"]]) if len(h["N"]) else np.zeros((0, 3))

@@ -1,0 +1,194 @@
+"""One store for the equivalent load histories of all contacts (Kuhn 2011, section 3.3).
+
+Master arrays of history points with `next` pointers and a free list threaded through them; each
+contact owns a singly linked stack of points (its top is the current state, `next` walks down
+towards the origin) whose head lives in the contact's integer state (`state.I_HEAD`).
+
+A point takes 36 bytes, Kuhn's figure: four float64 (delta_i, N_i, p_x, p_y) in `pts` and one int32
+link in `nxt`, whose lowest bit carries the slip flag of the segment ending at the point:
+    nxt = (next_index << 1) | slip,   next_index = nxt >> 1 (arithmetic),  slip = nxt & 1
+(next_index = -1 marks the bottom of a stack; on the free list the flag bit is unused).
+
+The store never overflows: kernels may only push when a free point exists, and callers keep
+`ensure_free(n)` ahead of them (each contact step pushes at most one point). Growing doubles the
+arrays and threads the new points onto the free list; live indices do not move.
+"""
+
+import numpy as np
+
+from .._jit import njit
+
+# meta slots
+M_FREE_HEAD = 0   # first free point, -1 if none
+M_LIVE = 1        # points in use
+M_CAPACITY = 2    # len(pts)
+M_PEAK = 3        # largest M_LIVE ever seen
+N_META = 4
+
+# pts columns
+PT_DELTA = 0
+PT_N = 1
+PT_PX = 2
+PT_PY = 3
+
+BYTES_PER_POINT = 4 * 8 + 4
+
+
+@njit
+def link_next(nxt, i):
+    """Index of the point below point i (-1 at the bottom)."""
+    return nxt[i] >> 1
+
+
+@njit
+def link_slip(nxt, i):
+    """True if the segment ending at point i is a slip segment (|p| = mu exactly)."""
+    return (nxt[i] & 1) == 1
+
+
+@njit
+def set_slip(nxt, i, slip):
+    nxt[i] = ((nxt[i] >> 1) << 1) | (1 if slip else 0)
+
+
+@njit
+def push(pts, nxt, meta, head, delta, N, px, py, slip):
+    """Put a new point on top of the stack `head`; returns the new head (-2 if the store is full)."""
+    i = meta[M_FREE_HEAD]
+    if i < 0:
+        return -2
+    meta[M_FREE_HEAD] = nxt[i] >> 1
+    pts[i, PT_DELTA] = delta
+    pts[i, PT_N] = N
+    pts[i, PT_PX] = px
+    pts[i, PT_PY] = py
+    nxt[i] = (head << 1) | (1 if slip else 0)
+    meta[M_LIVE] += 1
+    if meta[M_LIVE] > meta[M_PEAK]:
+        meta[M_PEAK] = meta[M_LIVE]
+    return i
+
+
+@njit
+def pop(pts, nxt, meta, head):
+    """Return the top point of stack `head` to the free list; returns the new head."""
+    below = nxt[head] >> 1
+    nxt[head] = meta[M_FREE_HEAD] << 1
+    meta[M_FREE_HEAD] = head
+    meta[M_LIVE] -= 1
+    return below
+
+
+@njit
+def release(pts, nxt, meta, head):
+    """Return a whole stack to the free list (a contact that opened)."""
+    while head >= 0:
+        head = pop(pts, nxt, meta, head)
+    return -1
+
+
+@njit
+def remove_below(pts, nxt, meta, i):
+    """Remove the point directly below point i (i keeps its own slip flag)."""
+    j = nxt[i] >> 1
+    if j >= 0:
+        below = nxt[j] >> 1
+        nxt[i] = (below << 1) | (nxt[i] & 1)
+        nxt[j] = meta[M_FREE_HEAD] << 1
+        meta[M_FREE_HEAD] = j
+        meta[M_LIVE] -= 1
+
+
+@njit
+def stack_length(nxt, head):
+    n = 0
+    while head >= 0:
+        n += 1
+        head = nxt[head] >> 1
+    return n
+
+
+@njit
+def _thread_free(nxt, meta, start, stop):
+    """Put points start..stop-1 on the free list (in index order)."""
+    first = meta[M_FREE_HEAD]
+    for i in range(stop - 1, start - 1, -1):
+        nxt[i] = first << 1
+        first = i
+    meta[M_FREE_HEAD] = first
+
+
+class HistoryStore:
+    """The arrays of the shared history store and the Python-side bookkeeping around them.
+
+    Kernels receive `store.pts, store.nxt, store.meta`. Arrays are replaced (not resized in place)
+    when the store grows, so fetch them again after calling `ensure_free`.
+    """
+
+    def __init__(self, capacity=1024):
+        capacity = int(capacity)
+        if capacity < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.pts = np.zeros((capacity, 4), dtype=np.float64)
+        self.nxt = np.zeros(capacity, dtype=np.int32)
+        self.meta = np.zeros(N_META, dtype=np.int64)
+        self.meta[M_FREE_HEAD] = -1
+        self.meta[M_CAPACITY] = capacity
+        _thread_free(self.nxt, self.meta, 0, capacity)
+
+    @property
+    def capacity(self):
+        return int(self.meta[M_CAPACITY])
+
+    @property
+    def n_live(self):
+        return int(self.meta[M_LIVE])
+
+    @property
+    def n_free(self):
+        return self.capacity - self.n_live
+
+    def ensure_free(self, n):
+        """Grow (at least doubling) until n points are free. Live indices do not change."""
+        n = int(n)
+        if self.n_free >= n:
+            return False
+        old = self.capacity
+        new = max(2 * old, self.n_live + n)
+        if new >= 2**30:
+            raise MemoryError(f"history store would exceed 2^30 points ({new})")
+        pts = np.zeros((new, 4), dtype=np.float64)
+        pts[:old] = self.pts
+        nxt = np.zeros(new, dtype=np.int32)
+        nxt[:old] = self.nxt
+        self.pts, self.nxt = pts, nxt
+        self.meta[M_CAPACITY] = new
+        _thread_free(self.nxt, self.meta, old, new)
+        return True
+
+    @property
+    def bytes_used(self):
+        """Bytes held by live history points (Kuhn's measure)."""
+        return self.n_live * BYTES_PER_POINT
+
+    @property
+    def bytes_allocated(self):
+        return self.capacity * BYTES_PER_POINT
+
+    def history_lengths(self, ist, active=None):
+        """Lengths of the histories of the contacts in `ist` (int state rows), optionally masked."""
+        from .state import I_LEN
+        lengths = ist[:, I_LEN]
+        return lengths if active is None else lengths[active]
+
+    def state_arrays(self):
+        """The arrays that define the store, for checkpoints."""
+        return {"pts": self.pts, "nxt": self.nxt, "meta": self.meta}
+
+    @classmethod
+    def from_arrays(cls, pts, nxt, meta):
+        st = cls.__new__(cls)
+        st.pts = np.array(pts, dtype=np.float64)
+        st.nxt = np.array(nxt, dtype=np.int32)
+        st.meta = np.array(meta, dtype=np.int64)
+        return st
