@@ -1,19 +1,28 @@
-"""Command line interface: `graindem demo`, `graindem run`, `graindem modes extract`."""
+"""Command line interface of graindem.
+
+Each subcommand lives in its own module, which provides `add_arguments(parser)` and `run(args)`
+(returning an exit code); this file only lists them.
+"""
 
 import argparse
+import importlib
 import sys
+
+COMMANDS = {
+    "demo": ("graindem.demo", "run the default demonstration and write its results to a folder"),
+}
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="graindem", description=__doc__)
+    parser = argparse.ArgumentParser(prog="graindem", description="Discrete element simulation of granular matter.")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the default demonstration and write results to a folder")
-    demo.add_argument("--out", default="results/demo", help="results folder (default: results/demo)")
+    modules = {}
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub.add_parser(name, help=help_text))
+        modules[name] = module
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        from .demo import run_demo
-        return run_demo(args.out)
-    return 2
+    return int(modules[args.command].run(args) or 0)
 
 
 if __name__ == "__main__":
