@@ -1,0 +1,199 @@
+"""HDF5 checkpoints: a flat dict of numpy arrays plus JSON-able metadata, exact and versioned.
+
+Interface:
+
+    save_checkpoint(path, arrays, metadata=None, *, schema=SCHEMA_VERSION) -> Path
+        arrays: {name: numpy array}; names may contain '/' (stored as HDF5 groups) and come back
+        unchanged. metadata: a dict that json.dumps accepts (Python ints of any size, floats
+        including nan/inf, strings, bools, None, lists, dicts with string keys; numpy scalars are
+        stored as the Python numbers they hold), e.g. the step
+        count, dt, law name, numpy Generator state (`rng.bit_generator.state`).
+    load_checkpoint(path, *, required=()) -> (arrays, metadata)
+        Returns every array with its dtype, shape and bits exactly as saved (NaN payloads, -0.0,
+        byte order included) and the metadata as json.loads gives it back (tuples become lists).
+        `required` lists array names that must be present.
+    checkpoint_info(path) -> dict  (schema, graindem version, names, shapes, dtypes; reads no data)
+
+What the file holds: root attributes `format` = "graindem-checkpoint", `schema` (int),
+`graindem_version`, `metadata` (JSON text); one dataset per array, each with a `sha256` attribute
+of its raw bytes, checked on load, so a damaged file is reported rather than silently restarted.
+
+Writes are atomic: the file is written under a temporary name in the target folder, flushed to
+disk (fsync) and renamed over the target, so a crash leaves either the old checkpoint or the new
+one, never half of one. Saving only reads the arrays (it never changes simulation state).
+
+Errors: a missing file raises FileNotFoundError, a file that is not a readable graindem checkpoint
+(corrupt, truncated, wrong format, checksum mismatch, newer schema) raises ValueError; both name
+the path. Bad arguments to save raise ValueError before anything is written.
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from .. import __version__
+
+__all__ = ["SCHEMA_VERSION", "save_checkpoint", "load_checkpoint", "checkpoint_info"]
+
+FORMAT = "graindem-checkpoint"
+# Bump when the meaning of stored arrays changes; loading refuses files from a newer schema.
+SCHEMA_VERSION = 1
+
+
+def _digest(array):
+    return hashlib.sha256(np.ascontiguousarray(array).view(np.uint8).reshape(-1).tobytes() if array.size else b"").hexdigest()
+
+
+def _numpy_scalar(value):
+    """json.dumps fallback: numpy scalars as the Python numbers they hold (arrays are refused)."""
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _check_arrays(arrays):
+    if not isinstance(arrays, dict):
+        raise ValueError(f"arrays must be a dict of name -> numpy array; got {type(arrays).__name__}")
+    checked = {}
+    for name, value in arrays.items():
+        if not isinstance(name, str) or not name or name.startswith("/") or name.endswith("/") or "//" in name:
+            raise ValueError(f"array names must be non-empty strings without leading, trailing or double '/'; got {name!r}")
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"arrays[{name!r}] must be a numpy array; got {type(value).__name__}")
+        if value.dtype.kind not in "biufc" or value.dtype.fields is not None:
+            raise ValueError(f"arrays[{name!r}] must have a bool, integer, float or complex dtype; got {value.dtype}")
+        checked[name] = value
+    names = sorted(checked)
+    for a, b in zip(names, names[1:]):
+        if b.startswith(a + "/"):
+            raise ValueError(f"array name {a!r} is also used as a group by {b!r}; rename one of them")
+    return checked
+
+
+def save_checkpoint(path, arrays, metadata=None, *, schema=SCHEMA_VERSION):
+    """Atomically write `arrays` and `metadata` to the HDF5 file `path` (see the module docstring)."""
+    path = Path(path)
+    arrays = _check_arrays(arrays)
+    metadata = {} if metadata is None else metadata
+    if not isinstance(metadata, dict):
+        raise ValueError(f"metadata must be a dict; got {type(metadata).__name__}")
+    try:
+        meta_text = json.dumps(metadata, sort_keys=True, default=_numpy_scalar)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"metadata must be JSON-serialisable (plain ints, floats, str, bool, None, lists, dicts): {exc}") from None
+    if not isinstance(schema, int) or schema < 1:
+        raise ValueError(f"schema must be an integer >= 1; got {schema!r}")
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["schema"] = schema
+            f.attrs["graindem_version"] = __version__
+            f.attrs["metadata"] = meta_text
+            for name, value in arrays.items():
+                ds = f.create_dataset(name, data=value)
+                ds.attrs["sha256"] = _digest(value)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:  # make the rename itself durable; not possible on every platform
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+    return path
+
+
+def _open(path):
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint file {str(path)!r} does not exist")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ValueError(f"checkpoint file {str(path)!r} is not a readable HDF5 file (corrupt or truncated?): {exc}") from None
+    try:
+        fmt = f.attrs.get("format")
+        if isinstance(fmt, bytes):
+            fmt = fmt.decode()
+        if fmt != FORMAT:
+            raise ValueError(f"{str(path)!r} is an HDF5 file but not a graindem checkpoint (format attribute {fmt!r})")
+        schema = int(f.attrs["schema"])
+        if schema > SCHEMA_VERSION:
+            raise ValueError(
+                f"checkpoint {str(path)!r} has schema {schema}, newer than this graindem ({__version__}) reads "
+                f"(<= {SCHEMA_VERSION}); written by graindem {f.attrs.get('graindem_version')!r}"
+            )
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+def _datasets(f):
+    found = []
+    f.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+    return found
+
+
+def load_checkpoint(path, *, required=()):
+    """Read a checkpoint; returns (arrays, metadata). See the module docstring for errors."""
+    f = _open(path)
+    try:
+        try:
+            metadata = json.loads(f.attrs["metadata"])
+            arrays = {}
+            for name in _datasets(f):
+                ds = f[name]
+                value = ds[()]
+                if not isinstance(value, np.ndarray):  # 0-d datasets come back as numpy scalars
+                    value = np.array(value, dtype=ds.dtype)
+                expected = ds.attrs.get("sha256")
+                if isinstance(expected, bytes):
+                    expected = expected.decode()
+                if expected != _digest(value):
+                    raise ValueError(f"checkpoint {str(path)!r}: array {name!r} fails its checksum (file damaged)")
+                arrays[name] = value
+        except ValueError:
+            raise
+        except (OSError, KeyError, RuntimeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"checkpoint {str(path)!r} is damaged and cannot be read: {exc}") from None
+    finally:
+        f.close()
+    missing = [name for name in required if name not in arrays]
+    if missing:
+        raise ValueError(f"checkpoint {str(path)!r} lacks required arrays {missing}")
+    return arrays, metadata
+
+
+def checkpoint_info(path):
+    """Schema, versions and the name -> (shape, dtype) table of a checkpoint, without reading arrays."""
+    f = _open(path)
+    try:
+        return {
+            "path": str(path),
+            "schema": int(f.attrs["schema"]),
+            "graindem_version": str(f.attrs.get("graindem_version")),
+            "arrays": {name: (tuple(f[name].shape), str(f[name].dtype)) for name in _datasets(f)},
+        }
+    finally:
+        f.close()

@@ -1,0 +1,344 @@
+"""Scenario files (TOML): load, validate against one schema, fill defaults.
+
+Interface:
+
+    load_scenario(path) -> dict
+        Read a TOML file and return {section: {key: value}} with every key of every section
+        present (defaults filled, None for optional keys left out), relative file paths resolved
+        against the scenario file's folder. Errors: FileNotFoundError / ValueError naming the path
+        for a missing, unreadable or non-TOML file; ValueError naming the key path
+        ("material.nu") and the allowed range for every bad value; unknown sections/keys are
+        rejected with the nearest known name suggested.
+    validate_scenario(data, base_dir=None) -> dict
+        The same for a dict already in memory (the Python API; `data` is not modified).
+    apply_overrides(config, {"simulation.steps": 100}) -> dict
+        A new validated config with some keys changed (command-line options such as --steps).
+    scenario_to_toml(config) -> str
+        TOML text of a (validated) scenario; load_scenario of that text gives the same dict.
+    describe_schema() -> str
+        The schema as a Markdown table (what docs/scenario-file.md lists).
+    SCHEMA, EXCLUSIVE, CHECKS, Key
+        The schema itself; extend it here (see below).
+
+The schema is the dict literal SCHEMA: section -> key -> Key(type, default, ...). To add a key,
+add a Key line; to add a section, add a dict. `type` is one of bool, int, float, str, "path"
+(a str resolved relative to the scenario file) or "vector" (a list of `length` floats). Ranges
+are closed unless `gt`/`lt` (strict) are used. REQUIRED as default makes a key mandatory.
+EXCLUSIVE lists groups of keys of one section that cannot be combined (e.g. dt / dt_fraction);
+the defaults of a group's alternatives are applied only when the user chose none of them.
+CHECKS holds functions (config) -> None for rules between keys; they raise ValueError.
+Units are SI throughout.
+"""
+
+import difflib
+import json
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..contact.laws import TANGENTIAL_LAWS
+
+__all__ = ["Key", "REQUIRED", "SCHEMA", "EXCLUSIVE", "CHECKS", "load_scenario", "validate_scenario",
+           "apply_overrides", "scenario_to_toml", "describe_schema"]
+
+
+class _Required:
+    def __repr__(self):
+        return "REQUIRED"
+
+
+REQUIRED = _Required()
+
+
+@dataclass(frozen=True)
+class Key:
+    """One scenario key: its type, default, allowed values, unit and meaning."""
+
+    type: object
+    default: object = None
+    doc: str = ""
+    unit: str = ""
+    ge: float = None
+    gt: float = None
+    le: float = None
+    lt: float = None
+    choices: tuple = None
+    length: int = None  # for "vector"
+
+    def allowed(self):
+        """Human-readable allowed range, used in error messages and the docs table."""
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+                "path": "a file path (string)", "vector": f"a list of {self.length} numbers"}[self.type]
+        def num(x):
+            return str(x) if isinstance(x, int) else f"{x:g}"
+        lo = f"> {num(self.gt)}" if self.gt is not None else (f">= {num(self.ge)}" if self.ge is not None else None)
+        hi = f"< {num(self.lt)}" if self.lt is not None else (f"<= {num(self.le)}" if self.le is not None else None)
+        bounds = " and ".join(b for b in (lo, hi) if b)
+        text = f"{kind} {bounds}" if bounds else kind
+        return f"{text} [{self.unit}]" if self.unit and self.unit != "-" else text
+
+
+# fmt: off
+SCHEMA = {
+    "simulation": {
+        "scenario": Key(str, "biaxial", "which scenario builds and drives the run", choices=("biaxial", "pile")),
+        "steps": Key(int, 40000, "number of time steps", "steps", ge=1, le=10**10),
+        "dt": Key(float, None, "time step; give dt or dt_fraction, not both", "s", gt=0.0, le=1.0),
+        "dt_fraction": Key(float, 0.2, "time step as a fraction of the critical one", "-", gt=0.0, le=10.0),
+        "allow_dt_above_critical": Key(bool, False, "accept dt above the critical time step"),
+        "seed": Key(int, 0, "seed of the random generator (packing, perturbations)", "-", ge=0, le=2**63 - 1),
+        "output_interval": Key(int, 1000, "steps between measurements / time-series rows", "steps", ge=1),
+        "vtk_interval": Key(int, 0, "steps between VTK frames (0: at every output_interval)", "steps", ge=0),
+        "checkpoint_interval": Key(int, 0, "steps between checkpoints (0: only at the end and on failure)", "steps", ge=0),
+    },
+    "material": {
+        "E": Key(float, 70e9, "Young's modulus of the grains", "Pa", gt=0.0, le=1e13),
+        "nu": Key(float, 0.25, "Poisson's ratio", "-", ge=0.0, lt=0.5),
+        "density": Key(float, 2650.0, "grain density", "kg/m^3", gt=0.0, le=1e5),
+        "mu": Key(float, 0.5, "inter-particle friction coefficient", "-", ge=0.0, le=10.0),
+        "restitution": Key(float, 1.0, "normal coefficient of restitution (1: no viscous damping)", "-", gt=0.0, le=1.0),
+        "damping": Key(float, 0.0, "local non-viscous damping coefficient (quasi-static runs)", "-", ge=0.0, lt=1.0),
+    },
+    "contact": {
+        "law": Key(str, "jaeger", "tangential contact law", choices=TANGENTIAL_LAWS),
+        "xi": Key(float, 0.0, "Jaeger history merge tolerance (0: exact), in units of mu", "-", ge=0.0, le=1.0),
+    },
+    "particles": {
+        "n": Key(int, 512, "number of spheres (with radius_mean, radius_spread; or give file)", "-", ge=1, le=10**8),
+        "radius_mean": Key(float, 1e-3, "mean sphere radius", "m", gt=0.0, le=1e3),
+        "radius_spread": Key(float, 0.2, "radii uniform in radius_mean*(1 +- radius_spread)", "-", ge=0.0, lt=1.0),
+        "file": Key("path", None, "CSV of x,y,z,radius (one sphere per row) instead of n/radius_*"),
+        "max_initial_overlap": Key(float, 0.05, "largest overlap at start, as a fraction of the smaller radius", "-", ge=0.0, lt=1.0),
+    },
+    "boundary": {
+        "kind": Key(str, "periodic", "periodic deforming cell or rigid planar walls", choices=("periodic", "walls")),
+        "box": Key("vector", None, "initial cell/box edge lengths (default: from initial_solid_fraction)", "m", gt=0.0, length=3),
+        "initial_solid_fraction": Key(float, 0.3, "solid fraction of the loose random start, before compression", "-", gt=0.0, le=0.74),
+    },
+    "loading": {
+        "kind": Key(str, "biaxial", "loading programme", choices=("biaxial", "isotropic", "none")),
+        "axis": Key(int, 2, "compressed axis (0 = x, 1 = y, 2 = z)", "-", ge=0, le=2),
+        "stress_axis": Key(int, 0, "biaxial: axis held at confining_stress; the third axis keeps zero strain", "-", ge=0, le=2),
+        "total_strain": Key(float, 0.04, "biaxial: compressive strain reached at the last step; or give strain_rate", "-", gt=0.0, le=1.0),
+        "strain_rate": Key(float, None, "biaxial: compressive strain rate", "1/s", gt=0.0),
+        "confining_stress": Key(float, 100e3, "confining pressure of preparation and lateral stress of the test", "Pa", gt=0.0, le=1e10),
+        "preparation_mu": Key(float, 0.0, "friction coefficient while the assembly is compressed to confining_stress", "-", ge=0.0, le=10.0),
+    },
+    "output": {
+        "vtk": Key(bool, True, "write particles and contacts as VTK (.vtu + .pvd) files"),
+        "csv": Key(bool, True, "write the time series as CSV and JSON"),
+        "plots": Key(bool, True, "write PNG plots at the end"),
+    },
+}
+
+EXCLUSIVE = [
+    ("simulation", (("dt",), ("dt_fraction",))),
+    ("particles", (("file",), ("n", "radius_mean", "radius_spread"))),
+    ("loading", (("total_strain",), ("strain_rate",))),
+]
+# fmt: on
+
+
+def _check_axes(config):
+    load = config["loading"]
+    if load["kind"] == "biaxial" and load["axis"] == load["stress_axis"]:
+        raise ValueError(f"loading.stress_axis must differ from loading.axis (both are {load['axis']})")
+
+
+def _check_dt_fraction(config):
+    sim = config["simulation"]
+    if sim["dt_fraction"] is not None and sim["dt_fraction"] > 1.0 and not sim["allow_dt_above_critical"]:
+        raise ValueError(
+            f"simulation.dt_fraction = {sim['dt_fraction']:g} exceeds 1 (above the critical time step); "
+            "use a value in (0, 1] or set simulation.allow_dt_above_critical = true"
+        )
+
+
+CHECKS = [_check_axes, _check_dt_fraction]
+
+
+def _suggest(name, known):
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
+    if not close:  # case slips ("e" for "E") or long prefixes are not caught by the ratio alone
+        lowered = {k.lower(): k for k in known}
+        close = [lowered[name.lower()]] if name.lower() in lowered else []
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _convert(path, key, value, base_dir):
+    """Type-check and range-check one value; returns it converted (ints to floats, paths resolved)."""
+    def bad(got=value):
+        return ValueError(f"{path} must be {key.allowed()}; got {got!r}")
+
+    if key.type is bool:
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if key.type is str:
+        if not isinstance(value, str):
+            raise bad()
+        if key.choices is not None and value not in key.choices:
+            raise ValueError(f"{path} must be {key.allowed()}; got {value!r}{_suggest(value, key.choices)}")
+        return value
+    if key.type == "path":
+        if not isinstance(value, str) or not value:
+            raise bad()
+        p = Path(value).expanduser()
+        if not p.is_absolute() and base_dir is not None:
+            p = Path(base_dir) / p
+        return str(p)
+    if key.type == "vector":
+        if not isinstance(value, (list, tuple)) or len(value) != key.length:
+            raise bad()
+        out = []
+        for k, item in enumerate(value):
+            out.append(_number(f"{path}[{k}]", key, item, float))
+        return out
+    return _number(path, key, value, key.type)
+
+
+def _number(path, key, value, kind):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+        raise ValueError(f"{path} must be {key.allowed()}; got {value!r}")
+    value = kind(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{path} must be {key.allowed()} and finite; got {value!r}")
+    if ((key.ge is not None and value < key.ge) or (key.gt is not None and value <= key.gt)
+            or (key.le is not None and value > key.le) or (key.lt is not None and value >= key.lt)):
+        raise ValueError(f"{path} must be {key.allowed()}; got {value!r}")
+    if key.choices is not None and value not in key.choices:
+        raise ValueError(f"{path} must be {key.allowed()}; got {value!r}")
+    return value
+
+
+def _all_key_paths():
+    return {f"{s}.{k}": (s, k) for s, keys in SCHEMA.items() for k in keys}
+
+
+def validate_scenario(data, base_dir=None):
+    """Validate a scenario dict ({section: {key: value}}) and return a new dict with defaults."""
+    if not isinstance(data, dict):
+        raise ValueError(f"a scenario must be a table of sections; got {type(data).__name__}")
+    for section, table in data.items():
+        if section not in SCHEMA:
+            if not isinstance(table, dict):
+                hint = [p for p, (_, k) in _all_key_paths().items() if k == section]
+                hint = f"; keys belong in a section, did you mean {hint[0]!r}?" if hint else _suggest(section, SCHEMA)
+                raise ValueError(f"unknown top-level key {section!r}{hint}")
+            raise ValueError(f"unknown section [{section}]{_suggest(section, SCHEMA)} (known: {', '.join(SCHEMA)})")
+        if not isinstance(table, dict):
+            raise ValueError(f"[{section}] must be a table of keys; got {table!r}")
+        for name in table:
+            if name not in SCHEMA[section]:
+                raise ValueError(f"unknown key {section}.{name}{_suggest(name, SCHEMA[section])}")
+
+    config = {}
+    for section, keys in SCHEMA.items():
+        given = data.get(section, {})
+        skip_defaults = set()
+        for group_section, groups in EXCLUSIVE:
+            if group_section != section:
+                continue
+            chosen = [g for g in groups if any(k in given for k in g)]
+            if len(chosen) > 1:
+                a, b = (f"{section}.{next(k for k in g if k in given)}" for g in chosen[:2])
+                raise ValueError(f"{a} and {b} cannot both be given; choose one")
+            if not chosen:  # the default choice is the first alternative that has defaults
+                chosen = [g for g in groups if any(keys[k].default is not None for k in g)][:1]
+            skip_defaults.update(k for g in groups if not chosen or g is not chosen[0] for k in g)
+        out = {}
+        for name, key in keys.items():
+            path = f"{section}.{name}"
+            if name in given:
+                out[name] = _convert(path, key, given[name], base_dir)
+            elif key.default is REQUIRED:
+                raise ValueError(f"{path} is required: {key.doc} ({key.allowed()})")
+            elif name in skip_defaults:
+                out[name] = None
+            else:
+                out[name] = list(key.default) if isinstance(key.default, (list, tuple)) else key.default
+        config[section] = out
+    for check in CHECKS:
+        check(config)
+    return config
+
+
+def load_scenario(path):
+    """Read and validate the TOML scenario file `path` (see the module docstring)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"scenario file {str(path)!r} does not exist")
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"scenario file {str(path)!r} is not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"scenario file {str(path)!r} cannot be read: {exc}") from None
+    try:
+        return validate_scenario(data, base_dir=path.resolve().parent)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def apply_overrides(config, overrides):
+    """A new validated config with {"section.key": value} overrides applied (e.g. from the CLI).
+
+    Setting one member of an exclusive group (say simulation.dt) drops the others (dt_fraction).
+    Unknown key paths and bad values raise ValueError as in a scenario file.
+    """
+    raw = {section: {k: v for k, v in table.items() if v is not None} for section, table in config.items()}
+    known = _all_key_paths()
+    for path, value in overrides.items():
+        if path not in known:
+            raise ValueError(f"unknown key {path}{_suggest(path, known)}")
+        section, name = known[path]
+        for group_section, groups in EXCLUSIVE:
+            if group_section == section and any(name in g for g in groups):
+                for g in groups:
+                    if name not in g:
+                        for other in g:
+                            raw[section].pop(other, None)
+        raw.setdefault(section, {})[name] = value
+    return validate_scenario(raw)
+
+
+def _toml_value(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if value == math.inf else "-inf" if value == -math.inf else repr(value))
+    if isinstance(value, str):
+        return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise ValueError(f"cannot write {value!r} ({type(value).__name__}) to TOML")
+
+
+def scenario_to_toml(config):
+    """TOML text of a scenario dict; keys whose value is None are left out."""
+    lines = []
+    for section, table in config.items():
+        lines.append(f"[{section}]")
+        for name, value in table.items():
+            if value is not None:
+                lines.append(f"{name} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def describe_schema():
+    """The schema as a Markdown table per section (key, allowed values and unit, default, meaning)."""
+    out = []
+    for section, keys in SCHEMA.items():
+        out.append(f"### [{section}]\n\n| key | allowed | default | meaning |\n|---|---|---|---|")
+        for name, key in keys.items():
+            default = "required" if key.default is REQUIRED else ("-" if key.default is None else _toml_value(key.default))
+            out.append(f"| `{name}` | {key.allowed()} | `{default}` | {key.doc} |")
+        out.append("")
+    return "\n".join(out)
