@@ -1,14 +1,41 @@
 """One place for the numba compilation options used by every kernel.
 
-`cache=True` is mandatory (a cold compile costs tens of seconds). fastmath is given as an explicit
-flag set *without* 'nnan' and 'ninf': kernels test for non-finite input and must keep those tests.
-`error_model='numpy'` drops the zero-division check on every '/', and is safe because every
-division in the kernels is guarded by the algorithm itself.
+`cache=True` is mandatory (a cold compile costs tens of seconds). numba invalidates a cached
+function only when its *own* file changes, not when a kernel it calls changes, so a cache kept
+across edits would run stale code. The cache therefore lives in a directory named by a hash of all
+graindem sources: any edit starts a fresh cache (set GRAINDEM_NUMBA_CACHE to override the base).
+
+fastmath is given as an explicit flag set *without* 'nnan' and 'ninf': kernels test for non-finite
+input and must keep those tests. `error_model='numpy'` drops the zero-division check on every '/',
+safe because every division in the kernels is guarded by the algorithm itself.
 """
+
+import hashlib
+import os
+from pathlib import Path
 
 import numba
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+def _source_hash():
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _configure_cache():
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return  # the user chose a cache directory explicitly
+    base = os.environ.get("GRAINDEM_NUMBA_CACHE") or str(Path(__file__).resolve().parent / "__pycache__" / "numba")
+    numba.config.CACHE_DIR = os.path.join(base, _source_hash())
+
+
+_configure_cache()
 
 
 def njit(*args, **kwargs):
