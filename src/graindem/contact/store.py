@@ -12,6 +12,9 @@ link in `nxt`, whose lowest bit carries the slip flag of the segment ending at t
 The store never overflows: kernels may only push when a free point exists, and callers keep
 `ensure_free(n)` ahead of them (each contact step pushes at most one point). Growing doubles the
 arrays and threads the new points onto the free list; live indices do not move.
+
+The kernels are compiled with `_nrt=False` (no reference counting of their array arguments): they
+allocate nothing and are called from the contact laws' inner loops.
 """
 
 import numpy as np
@@ -34,24 +37,24 @@ PT_PY = 3
 BYTES_PER_POINT = 4 * 8 + 4
 
 
-@njit
+@njit(_nrt=False)
 def link_next(nxt, i):
     """Index of the point below point i (-1 at the bottom)."""
     return nxt[i] >> 1
 
 
-@njit
+@njit(_nrt=False)
 def link_slip(nxt, i):
     """True if the segment ending at point i is a slip segment (|p| = mu exactly)."""
     return (nxt[i] & 1) == 1
 
 
-@njit
+@njit(_nrt=False)
 def set_slip(nxt, i, slip):
     nxt[i] = ((nxt[i] >> 1) << 1) | (1 if slip else 0)
 
 
-@njit
+@njit(_nrt=False)
 def push(pts, nxt, meta, head, delta, N, px, py, slip):
     """Put a new point on top of the stack `head`; returns the new head (-2 if the store is full)."""
     i = meta[M_FREE_HEAD]
@@ -69,7 +72,7 @@ def push(pts, nxt, meta, head, delta, N, px, py, slip):
     return i
 
 
-@njit
+@njit(_nrt=False)
 def pop(pts, nxt, meta, head):
     """Return the top point of stack `head` to the free list; returns the new head."""
     below = nxt[head] >> 1
@@ -79,7 +82,7 @@ def pop(pts, nxt, meta, head):
     return below
 
 
-@njit
+@njit(_nrt=False)
 def release(pts, nxt, meta, head):
     """Return a whole stack to the free list (a contact that opened)."""
     while head >= 0:
@@ -87,7 +90,7 @@ def release(pts, nxt, meta, head):
     return -1
 
 
-@njit
+@njit(_nrt=False)
 def remove_below(pts, nxt, meta, i):
     """Remove the point directly below point i (i keeps its own slip flag)."""
     j = nxt[i] >> 1
@@ -99,7 +102,7 @@ def remove_below(pts, nxt, meta, i):
         meta[M_LIVE] -= 1
 
 
-@njit
+@njit(_nrt=False)
 def stack_length(nxt, head):
     n = 0
     while head >= 0:
@@ -108,7 +111,7 @@ def stack_length(nxt, head):
     return n
 
 
-@njit
+@njit(_nrt=False)
 def _thread_free(nxt, meta, start, stop):
     """Put points start..stop-1 on the free list (in index order)."""
     first = meta[M_FREE_HEAD]
