@@ -1,0 +1,351 @@
+"""Node-to-level-set contact for LS-DEM (Kawamoto et al. 2016; Feldfogel et al. 2024), numba kernels.
+
+Geometry. A surface node of grain O (world point x) is taken into grain P's body frame; phi_P there is
+the trilinear interpolant of the 8 surrounding grid values and g = grad phi_P (of the same interpolant,
+rotated to the world frame). phi_P < 0 is a penetration delta = -phi_P.
+
+Normal force on O at x:  f_n = k_i delta g - c_i v_n n,  n = g/|g|.
+    k_i delta g = -d/dx (k_i phi_P^2 / 2): the normal force is the gradient of a penalty energy, so a
+    frictionless undamped collision conserves energy up to the time-integration error (with n instead
+    of g it would not: the trilinear |g| is 1 only to O(h)).
+    law "node" (Kawamoto): k_i = k_n, a stiffness per node [N/m]. The total force grows with the number
+        of nodes in the contact patch, so it has no limit as the surface is refined.
+    law "area" (Feldfogel): k_i = k_s a_i with a_i the node's area weight and k_s a stiffness per unit
+        area [Pa/m] (a Winkler foundation): sum_i k_s a_i delta_i -> integral of k_s delta dA, which
+        converges under refinement. For two spheres at overlap d this is F = pi k_s R* d^2 for d << R*.
+    Both directions (O = A in P = B, and O = B in P = A) count half each, so "both" and "one"
+    (only the nodes of the grain with the smaller bounding radius, ties to the lower index) share the
+    same continuum limit.
+
+Damping "as for spheres": the pair is a linear oscillator of stiffness K = sum of the k_i of its
+penetrating nodes (both directions), so c_pair = 2 zeta sqrt(m_eff K) and each node takes
+c_i = c_pair k_i / K. zeta = 0 is elastic.
+
+Tangential (Coulomb with per-node history). Each grain node owns one shear slot: the spring vector s,
+the partner (grain index, or -2 - wall index) and the step it was last in contact. The slot carries on
+only if the same partner held it at the previous step; otherwise (the node left contact, or changed
+partner) it restarts at zero. Carried springs are rotated with the contact: the component along the new
+normal is removed and the length restored. s += v_t dt; f_t = -k_t,i s - c_t,i v_t with
+k_t,i = kt_ratio k_i, c_t,i = kt_ratio c_i; if |f_t| > mu |f_n| then f_t is scaled to mu |f_n| and s
+reset to the spring that gives it (LAMMPS style). One slot per node: a node touching two partners at
+once keeps the history of the one seen last.
+
+Walls are planes x . n_w = p_w . n_w (n_w pointing into the domain), phi_w = n_w . (x - p_w), probed by
+every node of a grain with full weight (walls have no nodes).
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+
+LAW_NODE = 0
+LAW_AREA = 1
+LAWS = {"node": LAW_NODE, "area": LAW_AREA}
+
+
+@njit
+def phi_grad_trilinear(phi, off, nx, ny, nz, ox, oy, oz, h, px, py, pz):
+    """(phi, dphi/dx, dphi/dy, dphi/dz, inside_grid) of the trilinear interpolant at body point p.
+
+    `phi` is a flat C-order array and the grid starts at index `off`; outside the grid returns
+    inside_grid = False (and phi = +inf): a node there is far from the surface of that grain.
+    """
+    ux = (px - ox) / h
+    uy = (py - oy) / h
+    uz = (pz - oz) / h
+    if ux < 0.0 or uy < 0.0 or uz < 0.0 or ux > nx - 1 or uy > ny - 1 or uz > nz - 1:
+        return np.inf, 0.0, 0.0, 0.0, False
+    i = min(int(ux), nx - 2)
+    j = min(int(uy), ny - 2)
+    k = min(int(uz), nz - 2)
+    fx = ux - i
+    fy = uy - j
+    fz = uz - k
+    sy = nz
+    sx = ny * nz
+    b = off + i * sx + j * sy + k
+    c000 = phi[b]
+    c001 = phi[b + 1]
+    c010 = phi[b + sy]
+    c011 = phi[b + sy + 1]
+    c100 = phi[b + sx]
+    c101 = phi[b + sx + 1]
+    c110 = phi[b + sx + sy]
+    c111 = phi[b + sx + sy + 1]
+    c00 = c000 + (c100 - c000) * fx
+    c01 = c001 + (c101 - c001) * fx
+    c10 = c010 + (c110 - c010) * fx
+    c11 = c011 + (c111 - c011) * fx
+    c0 = c00 + (c10 - c00) * fy
+    c1 = c01 + (c11 - c01) * fy
+    val = c0 + (c1 - c0) * fz
+    gz = (c1 - c0) / h
+    gy = ((c10 - c00) * (1.0 - fz) + (c11 - c01) * fz) / h
+    d00 = c100 - c000
+    d01 = c101 - c001
+    d10 = c110 - c010
+    d11 = c111 - c011
+    gx = ((d00 + (d10 - d00) * fy) * (1.0 - fz) + (d01 + (d11 - d01) * fy) * fz) / h
+    return val, gx, gy, gz, True
+
+
+@njit
+def quat_to_matrix(q, R):
+    """Rotation matrix (body -> world) of the unit quaternion q = (w, x, y, z), written into R."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
+    R[0, 1] = 2.0 * (x * y - w * z)
+    R[0, 2] = 2.0 * (x * z + w * y)
+    R[1, 0] = 2.0 * (x * y + w * z)
+    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
+    R[1, 2] = 2.0 * (y * z - w * x)
+    R[2, 0] = 2.0 * (x * z - w * y)
+    R[2, 1] = 2.0 * (y * z + w * x)
+    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+@njit
+def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
+    """phi and gradient at many body points (benchmarks and tests of the kernel itself).
+
+    out[m, 4] = (phi, gx, gy, gz); points outside the grid get phi = inf.
+    """
+    for m in range(pts.shape[0]):
+        v, gx, gy, gz, ok = phi_grad_trilinear(phi, off, nx, ny, nz, ox, oy, oz, h, pts[m, 0], pts[m, 1], pts[m, 2])
+        out[m, 0] = v
+        out[m, 1] = gx
+        out[m, 2] = gy
+        out[m, 3] = gz
+
+
+@njit
+def _collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
+                      t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
+                      sc_x, sc_g, sc_delta, sc_k, n_sc):
+    """Append the nodes of grain o that penetrate grain p to the scratch arrays; returns the new count."""
+    to = tmpl[o]
+    tp = tmpl[p]
+    reach = t_radius[tp] + 2.0 * t_h[tp]
+    reach2 = reach * reach
+    nx, ny, nz = t_shape[tp, 0], t_shape[tp, 1], t_shape[tp, 2]
+    ox, oy, oz = t_origin[tp, 0], t_origin[tp, 1], t_origin[tp, 2]
+    h = t_h[tp]
+    off = t_phi_off[tp]
+    # the node loop works in o's body frame: cull by distance to p's centre there, then map each
+    # surviving node into p's frame with one matrix M = R_p^T R_o and offset t = R_p^T (x_o - x_p)
+    ex = pos[p, 0] - pos[o, 0]
+    ey = pos[p, 1] - pos[o, 1]
+    ez = pos[p, 2] - pos[o, 2]
+    cx = rot[o, 0, 0] * ex + rot[o, 1, 0] * ey + rot[o, 2, 0] * ez
+    cy = rot[o, 0, 1] * ex + rot[o, 1, 1] * ey + rot[o, 2, 1] * ez
+    cz = rot[o, 0, 2] * ex + rot[o, 1, 2] * ey + rot[o, 2, 2] * ez
+    m00 = rot[p, 0, 0] * rot[o, 0, 0] + rot[p, 1, 0] * rot[o, 1, 0] + rot[p, 2, 0] * rot[o, 2, 0]
+    m01 = rot[p, 0, 0] * rot[o, 0, 1] + rot[p, 1, 0] * rot[o, 1, 1] + rot[p, 2, 0] * rot[o, 2, 1]
+    m02 = rot[p, 0, 0] * rot[o, 0, 2] + rot[p, 1, 0] * rot[o, 1, 2] + rot[p, 2, 0] * rot[o, 2, 2]
+    m10 = rot[p, 0, 1] * rot[o, 0, 0] + rot[p, 1, 1] * rot[o, 1, 0] + rot[p, 2, 1] * rot[o, 2, 0]
+    m11 = rot[p, 0, 1] * rot[o, 0, 1] + rot[p, 1, 1] * rot[o, 1, 1] + rot[p, 2, 1] * rot[o, 2, 1]
+    m12 = rot[p, 0, 1] * rot[o, 0, 2] + rot[p, 1, 1] * rot[o, 1, 2] + rot[p, 2, 1] * rot[o, 2, 2]
+    m20 = rot[p, 0, 2] * rot[o, 0, 0] + rot[p, 1, 2] * rot[o, 1, 0] + rot[p, 2, 2] * rot[o, 2, 0]
+    m21 = rot[p, 0, 2] * rot[o, 0, 1] + rot[p, 1, 2] * rot[o, 1, 1] + rot[p, 2, 2] * rot[o, 2, 1]
+    m22 = rot[p, 0, 2] * rot[o, 0, 2] + rot[p, 1, 2] * rot[o, 1, 2] + rot[p, 2, 2] * rot[o, 2, 2]
+    tx = -(rot[p, 0, 0] * ex + rot[p, 1, 0] * ey + rot[p, 2, 0] * ez)
+    ty = -(rot[p, 0, 1] * ex + rot[p, 1, 1] * ey + rot[p, 2, 1] * ez)
+    tz = -(rot[p, 0, 2] * ex + rot[p, 1, 2] * ey + rot[p, 2, 2] * ez)
+    for a in range(t_node_off[to], t_node_off[to + 1]):
+        bx = t_nodes[a, 0]
+        by = t_nodes[a, 1]
+        bz = t_nodes[a, 2]
+        dx = bx - cx
+        dy = by - cy
+        dz = bz - cz
+        if dx * dx + dy * dy + dz * dz > reach2:
+            continue
+        qx = m00 * bx + m01 * by + m02 * bz + tx
+        qy = m10 * bx + m11 * by + m12 * bz + ty
+        qz = m20 * bx + m21 * by + m22 * bz + tz
+        val, gx, gy, gz, ok = phi_grad_trilinear(t_phi, off, nx, ny, nz, ox, oy, oz, h, qx, qy, qz)
+        if not ok or val >= 0.0:
+            continue
+        wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
+        wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
+        wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
+        s = n_sc
+        sc_owner[s] = o
+        sc_other[s] = p
+        sc_hist[s] = hist_off[o] + (a - t_node_off[to])
+        sc_x[s, 0] = wx
+        sc_x[s, 1] = wy
+        sc_x[s, 2] = wz
+        sc_g[s, 0] = rot[p, 0, 0] * gx + rot[p, 0, 1] * gy + rot[p, 0, 2] * gz
+        sc_g[s, 1] = rot[p, 1, 0] * gx + rot[p, 1, 1] * gy + rot[p, 1, 2] * gz
+        sc_g[s, 2] = rot[p, 2, 0] * gx + rot[p, 2, 1] * gy + rot[p, 2, 2] * gz
+        sc_delta[s] = -val
+        if law == LAW_AREA:
+            sc_k[s] = weight * k_normal * t_areas[a]
+        else:
+            sc_k[s] = weight * k_normal
+        n_sc += 1
+    return n_sc
+
+
+@njit
+def _collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point, wall_normal, law,
+                        k_normal, hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
+    """Append the nodes of grain o below wall w to the scratch arrays; returns the new count."""
+    to = tmpl[o]
+    nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
+    for a in range(t_node_off[to], t_node_off[to + 1]):
+        bx = t_nodes[a, 0]
+        by = t_nodes[a, 1]
+        bz = t_nodes[a, 2]
+        wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
+        wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
+        wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
+        val = (wx - wall_point[w, 0]) * nx + (wy - wall_point[w, 1]) * ny + (wz - wall_point[w, 2]) * nz
+        if val >= 0.0:
+            continue
+        s = n_sc
+        sc_owner[s] = o
+        sc_other[s] = -2 - w
+        sc_hist[s] = hist_off[o] + (a - t_node_off[to])
+        sc_x[s, 0] = wx
+        sc_x[s, 1] = wy
+        sc_x[s, 2] = wz
+        sc_g[s, 0] = nx
+        sc_g[s, 1] = ny
+        sc_g[s, 2] = nz
+        sc_delta[s] = -val
+        if law == LAW_AREA:
+            sc_k[s] = k_normal * t_areas[a]
+        else:
+            sc_k[s] = k_normal
+        n_sc += 1
+    return n_sc
+
+
+@njit
+def _apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, m_eff, zeta, kt_ratio, mu,
+                   dt, step, pos, vel, omega, force, torque, shear, partner, last_step, wall_normal, cp_x,
+                   cp_f, n_cp, energy):
+    """Forces of the penetrating nodes in the scratch arrays (one grain pair or one grain-wall pair).
+
+    sc_other >= 0 is a grain, <= -2 encodes wall -2 - w (its normal replaces the level-set gradient).
+    energy[0] += normal penalty energy of these nodes (diagnostics only).
+    """
+    if n_sc == 0:
+        return n_cp
+    K = 0.0
+    for s in range(n_sc):
+        K += sc_k[s]
+    c_pair = 2.0 * zeta * math.sqrt(m_eff * K)
+    for s in range(n_sc):
+        o = sc_owner[s]
+        p = sc_other[s]
+        k_i = sc_k[s]
+        c_i = c_pair * k_i / K
+        gx, gy, gz = sc_g[s, 0], sc_g[s, 1], sc_g[s, 2]
+        gn = math.sqrt(gx * gx + gy * gy + gz * gz)
+        if gn == 0.0:
+            continue
+        nx, ny, nz = gx / gn, gy / gn, gz / gn
+        x0, x1, x2 = sc_x[s, 0], sc_x[s, 1], sc_x[s, 2]
+        # relative velocity of o's material point at x with respect to p's
+        r0 = x0 - pos[o, 0]
+        r1 = x1 - pos[o, 1]
+        r2 = x2 - pos[o, 2]
+        v0 = vel[o, 0] + omega[o, 1] * r2 - omega[o, 2] * r1
+        v1 = vel[o, 1] + omega[o, 2] * r0 - omega[o, 0] * r2
+        v2 = vel[o, 2] + omega[o, 0] * r1 - omega[o, 1] * r0
+        q0 = 0.0
+        q1 = 0.0
+        q2 = 0.0
+        if p >= 0:
+            q0 = x0 - pos[p, 0]
+            q1 = x1 - pos[p, 1]
+            q2 = x2 - pos[p, 2]
+            v0 -= vel[p, 0] + omega[p, 1] * q2 - omega[p, 2] * q1
+            v1 -= vel[p, 1] + omega[p, 2] * q0 - omega[p, 0] * q2
+            v2 -= vel[p, 2] + omega[p, 0] * q1 - omega[p, 1] * q0
+        vn = v0 * nx + v1 * ny + v2 * nz
+        t0 = v0 - vn * nx
+        t1 = v1 - vn * ny
+        t2 = v2 - vn * nz
+        delta = sc_delta[s]
+        energy[0] += 0.5 * k_i * delta * delta
+        f0 = k_i * delta * gx - c_i * vn * nx
+        f1 = k_i * delta * gy - c_i * vn * ny
+        f2 = k_i * delta * gz - c_i * vn * nz
+        fn = f0 * nx + f1 * ny + f2 * nz
+        if fn < 0.0:  # damping may not pull the grains together
+            f0 -= fn * nx
+            f1 -= fn * ny
+            f2 -= fn * nz
+            fn = 0.0
+        hk = sc_hist[s]
+        if mu > 0.0:
+            kt = kt_ratio * k_i
+            ct = kt_ratio * c_i
+            if partner[hk] == p and last_step[hk] == step - 1:
+                s0, s1, s2 = shear[hk, 0], shear[hk, 1], shear[hk, 2]
+                old = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+                sn = s0 * nx + s1 * ny + s2 * nz
+                s0 -= sn * nx
+                s1 -= sn * ny
+                s2 -= sn * nz
+                new = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+                if new > 0.0:
+                    scale = old / new
+                    s0 *= scale
+                    s1 *= scale
+                    s2 *= scale
+            else:
+                s0, s1, s2 = 0.0, 0.0, 0.0
+            s0 += t0 * dt
+            s1 += t1 * dt
+            s2 += t2 * dt
+            ft0 = -kt * s0 - ct * t0
+            ft1 = -kt * s1 - ct * t1
+            ft2 = -kt * s2 - ct * t2
+            ftm = math.sqrt(ft0 * ft0 + ft1 * ft1 + ft2 * ft2)
+            limit = mu * fn
+            if ftm > limit:
+                scale = limit / ftm if ftm > 0.0 else 0.0
+                ft0 *= scale
+                ft1 *= scale
+                ft2 *= scale
+                if kt > 0.0:
+                    s0 = -(ft0 + ct * t0) / kt
+                    s1 = -(ft1 + ct * t1) / kt
+                    s2 = -(ft2 + ct * t2) / kt
+            shear[hk, 0] = s0
+            shear[hk, 1] = s1
+            shear[hk, 2] = s2
+            f0 += ft0
+            f1 += ft1
+            f2 += ft2
+        partner[hk] = p
+        last_step[hk] = step
+        force[o, 0] += f0
+        force[o, 1] += f1
+        force[o, 2] += f2
+        torque[o, 0] += r1 * f2 - r2 * f1
+        torque[o, 1] += r2 * f0 - r0 * f2
+        torque[o, 2] += r0 * f1 - r1 * f0
+        if p >= 0:
+            force[p, 0] -= f0
+            force[p, 1] -= f1
+            force[p, 2] -= f2
+            torque[p, 0] -= q1 * f2 - q2 * f1
+            torque[p, 1] -= q2 * f0 - q0 * f2
+            torque[p, 2] -= q0 * f1 - q1 * f0
+        if n_cp < cp_x.shape[0]:
+            cp_x[n_cp, 0] = x0
+            cp_x[n_cp, 1] = x1
+            cp_x[n_cp, 2] = x2
+            cp_f[n_cp, 0] = f0
+            cp_f[n_cp, 1] = f1
+            cp_f[n_cp, 2] = f2
+        n_cp += 1
+    return n_cp
