@@ -13,7 +13,9 @@ import numpy as np
 from .._jit import njit
 from . import state as S
 from .hertz import contact_params
-from .laws import HISTORY_LAWS, contact_step, law_id, separate
+from .energy import normal_energy
+from .laws import HISTORY_LAWS, contact_step, law_id, tangential_energy
+from .traction import tractions
 from .store import PT_DELTA, PT_N, PT_PX, PT_PY, HistoryStore, link_next, link_slip
 
 
@@ -58,9 +60,10 @@ class SingleContact:
         return float(self.fs[0, S.F_N]), self.fs[0, S.F_TX:S.F_TY + 1].copy()
 
     def separate(self):
-        """Open the contact now (the same as a step to overlap 0, keeping the shift)."""
+        """Open the contact now (the same as a step to overlap 0, keeping the shift); energy still
+        stored is counted as dissipated, as in any opening step."""
         st = self.store
-        separate(self.fs, self.ist, 0, st.pts, st.nxt, st.meta)
+        _single_step(self.law, self.prm, self.fs, self.ist, 0.0, 0.0, 0.0, st.pts, st.nxt, st.meta)
 
     @property
     def N(self):
@@ -74,6 +77,49 @@ class SingleContact:
     def kind(self):
         """What the last step was: 'separated', 'elastic', 'partial_slip' or 'gross_sliding'."""
         return ("separated", "elastic", "partial_slip", "gross_sliding")[int(self.fs[0, S.F_KIND])]
+
+    def normal_energy(self):
+        """Hertz elastic energy 2/5 N delta (J)."""
+        return float(normal_energy(self.prm, self.fs[0, S.F_DELTA]))
+
+    def tangential_energy(self):
+        """Stored tangential elastic energy (J), as defined per law in `graindem.contact.energy`."""
+        st = self.store
+        return float(tangential_energy(self.law, self.prm, self.fs, self.ist, 0, st.pts, st.nxt))
+
+    def elastic_energy(self):
+        """Stored elastic energy of the contact, normal + tangential (J)."""
+        return self.normal_energy() + self.tangential_energy()
+
+    @property
+    def dissipation(self):
+        """Cumulative frictional dissipation since creation (J), kept across separations."""
+        return float(self.fs[0, S.F_DISS])
+
+    @property
+    def tangential_work(self):
+        """Cumulative tangential work, integral of T . ds over all movements (J)."""
+        return float(self.fs[0, S.F_WORK])
+
+    @property
+    def work(self):
+        """Cumulative work of the contact forces on the movement, normal + tangential (J). The
+        normal part is Hertz-conservative: it equals the current normal energy, whatever the path."""
+        return self.tangential_work + self.normal_energy()
+
+    def traction(self, r):
+        """Jaeger only: tractions of the current state at radii r (0 <= r <= a): a
+        `traction.TractionState` with the shear traction q (m, 2) (Mindlin's sign, integrating to T),
+        the normal pressure p (m,), the mask `slip` of radii at the friction limit and the slip
+        annuli `slip_zones` [(r_in, r_out)], from the equivalent load history (Kuhn 2011, eq. 21)."""
+        if self.law_name not in HISTORY_LAWS:
+            raise ValueError(f"traction() is defined for the laws {HISTORY_LAWS}, not {self.law_name!r}")
+        h = self.history_points()
+        if h["delta"].size == 0:
+            r = np.asarray(r, dtype=np.float64)
+            if np.any(r != 0.0):
+                raise ValueError("r must lie in [0, a]; the contact is open (a = 0)")
+        return tractions(self.prm, r, h["delta"], h["p"], h["slip"])
 
     def history_points(self):
         """Jaeger only: the equivalent load history bottom-up, one row per stored point i >= 1:
