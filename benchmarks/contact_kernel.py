@@ -212,6 +212,9 @@ def run(cfg, seed=1, log=print, breakdown=False):
             (sj / uj) / (sm / um) for sj, uj, sm, um in zip(seconds["bare:jaeger"], updates["bare:jaeger"],
                                                             seconds["bare:mindlin"], updates["bare:mindlin"]))
     result["goals"] = {"ratio_jaeger_mindlin_at_most": 2.0, "jaeger_updates_per_s_at_least": 5e6}
+    for key, laws, ratio in (("goals_met", "laws", "ratio_jaeger_mindlin"),
+                             ("goals_met_without_energy", "laws_without_energy", "ratio_jaeger_mindlin_without_energy")):
+        result[key] = {"ratio": result[ratio] <= 2.0, "jaeger_updates_per_s": result[laws]["jaeger"]["updates_per_s"] >= 5e6}
     result["config"] = dict(cfg, seed=seed, row_bytes=ROW_BYTES, bytes_per_point=BYTES_PER_POINT,
                             material=MATERIAL)
     result["machine"] = {"platform": platform.platform(), "python": platform.python_version(),

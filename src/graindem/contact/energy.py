@@ -61,7 +61,9 @@ linear along the movement (linear and mindlin below the Coulomb cap at constant 
 
 import math
 
-import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from .._jit import njit
 from . import state as S
@@ -388,19 +390,36 @@ def _gauss3(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, a, b):
 
 
 MAX_BREAKS = 64
+BREAKS_SIZE = MAX_BREAKS + 2          # 0, the breakpoints, t_end
+STACK_SIZE = (MAX_DEPTH + 2) * 5      # bisection stack: rows of (a, b, est_w, est_d, eps)
+
+
+@intrinsic
+def _stack_buffer(typingctx, size):
+    """A float64 scratch buffer of a literal `size` on the stack of the calling kernel, used as a
+    pointer (buf[i]). It lets the integrator run without numba's runtime (`_nrt=False`, no
+    np.empty), so that the dispatcher calling it needs no reference counting per contact."""
+    if not isinstance(size, types.IntegerLiteral):
+        return None
+    n = size.literal_value
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float64), size=n)
+
+    return types.CPointer(types.float64)(size), codegen
 
 
 @njit(_nrt=False)
-def _add_root(out, n, t, t_end):
+def _add_root(out, first, n, t, t_end):
     if 0.0 < t < t_end and n < MAX_BREAKS:
-        out[n] = t
+        out[first + n] = t
         n += 1
     return n
 
 
 @njit(_nrt=False)
-def _breakpoints(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, t_end, out):
-    """Fractions t in (0, t_end) where the force or the slip power of the movement has a kink: the
+def _breakpoints(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, t_end, out, first):
+    """Fractions t in (0, t_end), written to out[first:first + count], where the force or the slip power of the movement has a kink: the
     overlap delta(t) passes a history point (truncation), or the cone of a point, or of the origin,
     is left (the cut passes it: h(delta_i; t) = kappa mu (delta(t) - delta_i) - |S(t) - S_i| = 0, a
     quadratic in t). Points are visited top-down until one whose cone holds over the whole movement
@@ -432,7 +451,7 @@ def _breakpoints(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, t_end, out):
             s_y = 0.0
         d_i = d_lo
         if dd < 0.0 and d1 < d_i < d0:
-            n = _add_root(out, n, (d_i - d0) / dd, t_end)
+            n = _add_root(out, first, n, (d_i - d0) / dd, t_end)
         a0 = kappa_mu * (d0 - d_i)
         vx = sk_x - s_x
         vy = sk_y - s_y
@@ -451,26 +470,26 @@ def _breakpoints(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, t_end, out):
                 if q != 0.0:
                     for t in (q / qa, qc / q):
                         if a0 + b * t >= 0.0:
-                            n = _add_root(out, n, t, t_end)
+                            n = _add_root(out, first, n, t, t_end)
         elif qb != 0.0:
             t = -qc / qb
             if a0 + b * t >= 0.0:
-                n = _add_root(out, n, t, t_end)
+                n = _add_root(out, first, n, t, t_end)
         if below < 0 or (d_i <= min(d0, d1) and h_start > 0.0 and h_end > 0.0):
             break
         i = below
     # sort (few entries)
-    for a in range(1, n):
+    for a in range(first + 1, first + n):
         v = out[a]
         j = a - 1
-        while j >= 0 and out[j] > v:
+        while j >= first and out[j] > v:
             out[j + 1] = out[j]
             j -= 1
         out[j + 1] = v
     return n
 
 
-@njit
+@njit(_nrt=False)
 def jaeger_movement_integrals(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, adaptive=True):
     """(W_t, D) of the jaeger movement from the current state (overlap d0) to overlap d1 with shift
     increment (wx, wy): the tangential work and the frictional dissipation, integrating the force
@@ -484,11 +503,11 @@ def jaeger_movement_integrals(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, adaptiv
     kappa_mu = prm[S.P_KAPPA] * prm[S.P_MU]
     wn = math.hypot(wx, wy)
     tol = WORK_RTOL * prm[S.P_MU] * prm[S.P_CN] * d_top * math.sqrt(d_top) * (wn + kappa_mu * abs(d1 - d0))
-    breaks = np.empty(MAX_BREAKS + 2)
-    nb = _breakpoints(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, t_end, breaks[1:])
+    breaks = _stack_buffer(BREAKS_SIZE)
+    nb = _breakpoints(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, t_end, breaks, 1)
     breaks[0] = 0.0
     breaks[nb + 1] = t_end
-    stack = np.empty((MAX_DEPTH + 2, 5))
+    stack = _stack_buffer(STACK_SIZE)   # row r at stack[5 r:5 r + 5]
     total_w = 0.0
     total_d = 0.0
     panels = 0
@@ -503,17 +522,17 @@ def jaeger_movement_integrals(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, adaptiv
             total_d += est_d
             continue
         top = 0
-        stack[0, 0] = a0
-        stack[0, 1] = b0
-        stack[0, 2] = est_w
-        stack[0, 3] = est_d
-        stack[0, 4] = tol * (b0 - a0) / t_end
+        stack[0] = a0
+        stack[1] = b0
+        stack[2] = est_w
+        stack[3] = est_d
+        stack[4] = tol * (b0 - a0) / t_end
         while top >= 0:
-            a = stack[top, 0]
-            b = stack[top, 1]
-            est_w = stack[top, 2]
-            est_d = stack[top, 3]
-            eps = stack[top, 4]
+            a = stack[5 * top + 0]
+            b = stack[5 * top + 1]
+            est_w = stack[5 * top + 2]
+            est_d = stack[5 * top + 3]
+            eps = stack[5 * top + 4]
             top -= 1
             m = 0.5 * (a + b)
             lw, ld = _gauss3(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, a, m)
@@ -525,15 +544,15 @@ def jaeger_movement_integrals(prm, fs, ist, c, pts, nxt, d0, d1, wx, wy, adaptiv
                 total_d += ld + rd
             else:
                 top += 1
-                stack[top, 0] = m
-                stack[top, 1] = b
-                stack[top, 2] = rw
-                stack[top, 3] = rd
-                stack[top, 4] = 0.5 * eps
+                stack[5 * top + 0] = m
+                stack[5 * top + 1] = b
+                stack[5 * top + 2] = rw
+                stack[5 * top + 3] = rd
+                stack[5 * top + 4] = 0.5 * eps
                 top += 1
-                stack[top, 0] = a
-                stack[top, 1] = m
-                stack[top, 2] = lw
-                stack[top, 3] = ld
-                stack[top, 4] = 0.5 * eps
+                stack[5 * top + 0] = a
+                stack[5 * top + 1] = m
+                stack[5 * top + 2] = lw
+                stack[5 * top + 3] = ld
+                stack[5 * top + 4] = 0.5 * eps
     return total_w, total_d

@@ -46,8 +46,14 @@ def effective_radius(R1, R2):
     return R1 * R2 / (R1 + R2)
 
 
-def contact_params(R1, R2, E, nu, mu, xi=0.0, kt_linear=0.0):
-    """The float64 parameter record (see `state.P_*`) of a sphere pair of one material."""
+def contact_params(R1, R2, E, nu, mu, xi=0.0, kt_linear=0.0, energy=True):
+    """The float64 parameter record (see `state.P_*`) of a sphere pair of one material.
+
+    `energy` (P_ENERGY): count each contact's tangential work and frictional dissipation in
+    `laws.contact_step` (True) or skip that bookkeeping, which costs about as much as the law
+    itself for jaeger (False)."""
+    if not isinstance(energy, (bool, np.bool_)) and energy not in (0, 1):
+        raise ValueError(f"energy must be True or False (count work and dissipation), got {energy!r}")
     E, nu, mu, xi = check_material(E, nu, mu, xi)
     kt_linear = float(kt_linear)
     if not math.isfinite(kt_linear) or kt_linear < 0.0:
@@ -67,6 +73,7 @@ def contact_params(R1, R2, E, nu, mu, xi=0.0, kt_linear=0.0):
     prm[S.P_ESTAR] = estar
     prm[S.P_G] = G
     prm[S.P_NU] = nu
+    prm[S.P_ENERGY] = 1.0 if energy else 0.0
     return prm
 
 

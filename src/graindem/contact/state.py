@@ -21,7 +21,8 @@ P_KTLIN = 7   # linear law: constant tangential stiffness (N/m); 0 = use the cur
 P_ESTAR = 8   # E* = E / (2 (1 - nu^2))
 P_G = 9       # shear modulus G = E / (2 (1 + nu))
 P_NU = 10     # Poisson's ratio
-N_PARAM = 11
+P_ENERGY = 11  # 1: laws.contact_step counts tangential work and dissipation (F_WORK, F_DISS); 0: skips it
+N_PARAM = 12
 
 # --- per-contact float state ---
 F_DELTA = 0   # overlap at the end of the last step (0: fresh or separated)
