@@ -1,23 +1,36 @@
-"""`graindem demo`: the default demonstration.
+"""`graindem demo`: the default demonstration, written into one folder.
 
-For now it runs the contact-law demonstration (`graindem.demo_contact`): plots of the four tangential
-laws against the Mindlin–Deresiewicz closed forms and a `summary.json`, written into `--out`.
+1. DIR/contact/ — the contact laws against the Mindlin–Deresiewicz closed forms (constant-N loops,
+   the §17 proportional sequence, ξ history lengths) and the Jäger traction distributions;
+2. DIR/ — the default scenario, a small biaxial test (Kuhn §4.2 at reduced size) with the Jäger law:
+   VTK files for ParaView, CSV/JSON time series, PNG plots and `summary.json`.
 """
 
+import time
 from pathlib import Path
 
 
 def add_arguments(parser):
     parser.add_argument("--out", default="results/demo", help="results folder (default: results/demo)")
+    parser.add_argument("--skip-biaxial", action="store_true", help="only the contact-law part (seconds)")
 
 
 def run(args):
-    from .demo_contact import run_demo
+    from .demo_contact import run_demo as contact_demo
+    from .demo_traction import write_traction_demo
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out must be a folder (it may not exist yet), got the file {str(out)!r}")
-    print(f"graindem demo: contact-law demonstration into {out}/", flush=True)
-    summary = run_demo(out, announce=lambda msg: print(msg, flush=True))
-    print(f"done in {summary['runtime_s']:.1f} s", flush=True)
+    t0 = time.perf_counter()
+    say = lambda msg: print(msg, flush=True)  # noqa: E731
+    say(f"graindem demo: results go to {out.resolve()}/")
+    say("== contact laws against the closed forms ==")
+    contact_demo(out / "contact", announce=say)
+    write_traction_demo(out / "contact", announce=say)
+    if not args.skip_biaxial:
+        from .scenarios.biaxial import run_demo as biaxial_demo
+        say("== default scenario: biaxial compression of a sphere packing ==")
+        biaxial_demo(out, announce=say)
+    say(f"done in {time.perf_counter() - t0:.1f} s; results in {out.resolve()}/")
     return 0
