@@ -1,0 +1,687 @@
+"""A small deformable LS-DEM engine: grains with rigid and modal degrees of freedom, node-to-level-set
+contact with analytic rigid obstacles (moving planes and cylinders) and between grains, whose deformed
+level sets are remapped on demand (semi-Lagrangian, the seed's choice, §3.1.3).
+
+All grains share one `DeformableTemplate` (geometry, modes). The whole time loop runs inside one numba
+function over flat arrays; Python only prepares arrays and reads the records.
+
+Contact (penalty, area-weighted as Feldfogel et al.): a slave node at world point x with penetration
+δ = −φ_master(x) > 0 gets f = a_k (k_s δ − c_s v_n) n (clamped at >= 0, no adhesion), n the master's
+outward unit normal, v_n the normal relative velocity. Between two grains either both directions are
+evaluated with weight ½ (each grain's nodes probe the other's deformed level set), or only the first
+grain of each pair is the slave (master/slave, as the seed), with weight 1.
+
+Generalized forces: F_εα = Σ Φ_α(X)·(Rᵀ f) with X the body-frame reference position of the material
+point loaded: the node's own X for a slave; for the master, the pull-back X = x_b − u(x_b) of the
+contact point x_b (body frame), consistent with the remapped level set. Torques use deformed lever
+arms. Rigid dynamics: leapfrog; rotation by the explicit Euler equations in the body frame and the
+exact exponential map of ω Δt. Modal dynamics: damped leapfrog (M + ½ΔtC) v⁺ = (M − ½ΔtC) v⁻ + Δt (F_ε −
+F_int(ε)); F_int is linear (K ε) or a tabulated single-mode F(ε) (odd extension).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graindem._jit import njit
+from graindem.deform.modes import tabulate_modes
+
+PLANE = 0
+CYLINDER = 1
+
+
+@njit
+def _mode_at(table, m, ox, oy, oz, inv_h, nx, ny, nz, px, py, pz):
+    """Trilinear value of mode m of the node table at body point p: (ux, uy, uz)."""
+    gx = (px - ox) * inv_h
+    gy = (py - oy) * inv_h
+    gz = (pz - oz) * inv_h
+    i = min(max(int(np.floor(gx)), 0), nx - 2)
+    j = min(max(int(np.floor(gy)), 0), ny - 2)
+    k = min(max(int(np.floor(gz)), 0), nz - 2)
+    tx = gx - i
+    ty = gy - j
+    tz = gz - k
+    out = np.zeros(3)
+    for a in range(2):
+        wa = tx if a == 1 else 1.0 - tx
+        for b in range(2):
+            wb = ty if b == 1 else 1.0 - ty
+            for d in range(2):
+                wd = tz if d == 1 else 1.0 - tz
+                w = wa * wb * wd
+                for c in range(3):
+                    out[c] += w * table[m, i + a, j + b, k + d, c]
+    return out
+
+
+@njit
+def displacement_at(table, eps, ox, oy, oz, inv_h, px, py, pz):
+    """u(p) = Σ_m ε_m Φ_m(p), Φ trilinear in the node table (n_modes, nx, ny, nz, 3)."""
+    n_modes, nx, ny, nz, _ = table.shape
+    gx = (px - ox) * inv_h
+    gy = (py - oy) * inv_h
+    gz = (pz - oz) * inv_h
+    i = min(max(int(np.floor(gx)), 0), nx - 2)
+    j = min(max(int(np.floor(gy)), 0), ny - 2)
+    k = min(max(int(np.floor(gz)), 0), nz - 2)
+    tx = gx - i
+    ty = gy - j
+    tz = gz - k
+    ux = 0.0
+    uy = 0.0
+    uz = 0.0
+    for a in range(2):
+        wa = tx if a == 1 else 1.0 - tx
+        for b in range(2):
+            wb = ty if b == 1 else 1.0 - ty
+            for d in range(2):
+                w = wa * wb * (tz if d == 1 else 1.0 - tz)
+                for m in range(n_modes):
+                    we = w * eps[m]
+                    ux += we * table[m, i + a, j + b, k + d, 0]
+                    uy += we * table[m, i + a, j + b, k + d, 1]
+                    uz += we * table[m, i + a, j + b, k + d, 2]
+    return ux, uy, uz
+
+
+@njit
+def _pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter):
+    """Semi-Lagrangian φ and ∇φ (body frame) of the deformed grain at body point p.
+
+    Each corner x_c is pulled back to X = x_c − u(x_c) (the seed's eq. 47, n_iter = 0); with n_iter > 0
+    the fixed point X = x_c − u(X) (the exact inverse of x = X + u(X), a contraction when |∇u| < 1) is
+    iterated n_iter more times.
+    """
+    nx, ny, nz = phi0.shape
+    n_modes = table.shape[0]
+    inv_h = 1.0 / h
+    gx = (px - ox) * inv_h
+    gy = (py - oy) * inv_h
+    gz = (pz - oz) * inv_h
+    i = min(max(int(np.floor(gx)), 0), nx - 2)
+    j = min(max(int(np.floor(gy)), 0), ny - 2)
+    k = min(max(int(np.floor(gz)), 0), nz - 2)
+    c = np.empty(8)
+    for corner in range(8):
+        a = corner >> 2
+        b = (corner >> 1) & 1
+        d = corner & 1
+        ux = 0.0
+        uy = 0.0
+        uz = 0.0
+        for m in range(n_modes):
+            e = eps[m]
+            ux += e * table[m, i + a, j + b, k + d, 0]
+            uy += e * table[m, i + a, j + b, k + d, 1]
+            uz += e * table[m, i + a, j + b, k + d, 2]
+        if n_iter > 0:
+            cx = ox + h * (i + a)
+            cy = oy + h * (j + b)
+            cz = oz + h * (k + d)
+            for _ in range(n_iter):
+                ux, uy, uz = displacement_at(table, eps, ox, oy, oz, inv_h, cx - ux, cy - uy, cz - uz)
+        qx = (i + a) - ux * inv_h
+        qy = (j + b) - uy * inv_h
+        qz = (k + d) - uz * inv_h
+        ii = min(max(int(np.floor(qx)), 0), nx - 2)
+        jj = min(max(int(np.floor(qy)), 0), ny - 2)
+        kk = min(max(int(np.floor(qz)), 0), nz - 2)
+        sx = qx - ii
+        sy = qy - jj
+        sz = qz - kk
+        c00 = phi0[ii, jj, kk] + (phi0[ii + 1, jj, kk] - phi0[ii, jj, kk]) * sx
+        c10 = phi0[ii, jj + 1, kk] + (phi0[ii + 1, jj + 1, kk] - phi0[ii, jj + 1, kk]) * sx
+        c01 = phi0[ii, jj, kk + 1] + (phi0[ii + 1, jj, kk + 1] - phi0[ii, jj, kk + 1]) * sx
+        c11 = phi0[ii, jj + 1, kk + 1] + (phi0[ii + 1, jj + 1, kk + 1] - phi0[ii, jj + 1, kk + 1]) * sx
+        c0 = c00 + (c10 - c00) * sy
+        c1 = c01 + (c11 - c01) * sy
+        c[corner] = c0 + (c1 - c0) * sz
+    tx = gx - i
+    ty = gy - j
+    tz = gz - k
+    c00 = c[0] + (c[4] - c[0]) * tx
+    c10 = c[2] + (c[6] - c[2]) * tx
+    c01 = c[1] + (c[5] - c[1]) * tx
+    c11 = c[3] + (c[7] - c[3]) * tx
+    c0 = c00 + (c10 - c00) * ty
+    c1 = c01 + (c11 - c01) * ty
+    value = c0 + (c1 - c0) * tz
+    dz = (c1 - c0) * inv_h
+    dy = ((c10 - c00) * (1.0 - tz) + (c11 - c01) * tz) * inv_h
+    dx0 = (c[4] - c[0]) * (1.0 - ty) + (c[6] - c[2]) * ty
+    dx1 = (c[5] - c[1]) * (1.0 - ty) + (c[7] - c[3]) * ty
+    dx = (dx0 * (1.0 - tz) + dx1 * tz) * inv_h
+    return value, dx, dy, dz
+
+
+@njit
+def _plain_phi(phi0, ox, oy, oz, h, px, py, pz):
+    """Rigid grain: trilinear φ0 and its gradient at body point p."""
+    nx, ny, nz = phi0.shape
+    inv_h = 1.0 / h
+    gx = (px - ox) * inv_h
+    gy = (py - oy) * inv_h
+    gz = (pz - oz) * inv_h
+    i = min(max(int(np.floor(gx)), 0), nx - 2)
+    j = min(max(int(np.floor(gy)), 0), ny - 2)
+    k = min(max(int(np.floor(gz)), 0), nz - 2)
+    tx = gx - i
+    ty = gy - j
+    tz = gz - k
+    c000 = phi0[i, j, k]
+    c001 = phi0[i, j, k + 1]
+    c010 = phi0[i, j + 1, k]
+    c011 = phi0[i, j + 1, k + 1]
+    c100 = phi0[i + 1, j, k]
+    c101 = phi0[i + 1, j, k + 1]
+    c110 = phi0[i + 1, j + 1, k]
+    c111 = phi0[i + 1, j + 1, k + 1]
+    c00 = c000 + (c100 - c000) * tx
+    c10 = c010 + (c110 - c010) * tx
+    c01 = c001 + (c101 - c001) * tx
+    c11 = c011 + (c111 - c011) * tx
+    c0 = c00 + (c10 - c00) * ty
+    c1 = c01 + (c11 - c01) * ty
+    value = c0 + (c1 - c0) * tz
+    dz = (c1 - c0) * inv_h
+    dy = ((c10 - c00) * (1.0 - tz) + (c11 - c01) * tz) * inv_h
+    dx0 = (c100 - c000) * (1.0 - ty) + (c110 - c010) * ty
+    dx1 = (c101 - c001) * (1.0 - ty) + (c111 - c011) * ty
+    dx = (dx0 * (1.0 - tz) + dx1 * tz) * inv_h
+    return value, dx, dy, dz
+
+
+@njit
+def _rotate_exp(rot, wx, wy, wz, dt):
+    """R ← exp([ω]× Δt) R (world-frame angular velocity), Rodrigues."""
+    ang = np.sqrt(wx * wx + wy * wy + wz * wz) * dt
+    if ang < 1e-300:
+        return rot
+    kx = wx * dt / ang
+    ky = wy * dt / ang
+    kz = wz * dt / ang
+    s = np.sin(ang)
+    c1 = 1.0 - np.cos(ang)
+    q = np.empty((3, 3))
+    q[0, 0] = 1.0 - c1 * (ky * ky + kz * kz)
+    q[0, 1] = -s * kz + c1 * kx * ky
+    q[0, 2] = s * ky + c1 * kx * kz
+    q[1, 0] = s * kz + c1 * kx * ky
+    q[1, 1] = 1.0 - c1 * (kx * kx + kz * kz)
+    q[1, 2] = -s * kx + c1 * ky * kz
+    q[2, 0] = -s * ky + c1 * kx * kz
+    q[2, 1] = s * kx + c1 * ky * kz
+    q[2, 2] = 1.0 - c1 * (kx * kx + ky * ky)
+    out = np.zeros((3, 3))
+    for a in range(3):
+        for b in range(3):
+            for c in range(3):
+                out[a, b] += q[a, c] * rot[c, b]
+    return out
+
+
+@njit
+def _apply(g, f, lx, ly, lz, force, torque):
+    force[g, 0] += f[0]
+    force[g, 1] += f[1]
+    force[g, 2] += f[2]
+    torque[g, 0] += ly * f[2] - lz * f[1]
+    torque[g, 1] += lz * f[0] - lx * f[2]
+    torque[g, 2] += lx * f[1] - ly * f[0]
+
+
+@njit
+def run_kernel(n_steps, dt, record_every,
+               pos, vel, rot, omega, eps, epsdot, mass, inertia, fixed, free_dof,
+               phi0, origin, h, table, nodes_ref, node_modes, areas, bound_radius,
+               m_lhs_inv, m_rhs, k_lin, tab_eps, tab_force, tab_slope, use_table,
+               ks, cs, otype, opoint, odir, orad, ovel, pairs, n_ways, ramp_time, t0, deformable,
+               n_iter, rec_t, rec_ofor, rec_eps, rec_opos, rec_pos):
+    n_grains = pos.shape[0]
+    n_nodes = nodes_ref.shape[0]
+    # a rigid run (the cost baseline) is the same loop with no modes and plain φ0 queries
+    n_modes = table.shape[0] if deformable else 0
+    n_obst = otype.shape[0]
+    nx, ny, nz = phi0.shape
+    inv_h = 1.0 / h
+    force = np.zeros((n_grains, 3))
+    torque = np.zeros((n_grains, 3))
+    gen = np.zeros((n_grains, n_modes))
+    ofor = np.zeros((n_obst, 3))
+    xw = np.zeros((n_grains, n_nodes, 3))     # deformed node positions, world
+    vw = np.zeros((n_grains, n_nodes, 3))     # node velocities, world
+    fb = np.zeros(3)
+    acc_ofor = np.zeros((n_obst, 3))
+    acc_opos = np.zeros((n_obst, 3))
+    acc_eps = np.zeros((n_grains, table.shape[0]))
+    acc_pos = np.zeros((n_grains, 3))
+    acc_t = 0.0
+    n_acc = 0
+    n_rec = 0
+    for step in range(n_steps):
+        # ---- node kinematics
+        for g in range(n_grains):
+            for k in range(n_nodes):
+                bx = nodes_ref[k, 0]
+                by = nodes_ref[k, 1]
+                bz = nodes_ref[k, 2]
+                vx = 0.0
+                vy = 0.0
+                vz = 0.0
+                for m in range(n_modes):
+                    bx += eps[g, m] * node_modes[m, k, 0]
+                    by += eps[g, m] * node_modes[m, k, 1]
+                    bz += eps[g, m] * node_modes[m, k, 2]
+                    vx += epsdot[g, m] * node_modes[m, k, 0]
+                    vy += epsdot[g, m] * node_modes[m, k, 1]
+                    vz += epsdot[g, m] * node_modes[m, k, 2]
+                lx = rot[g, 0, 0] * bx + rot[g, 0, 1] * by + rot[g, 0, 2] * bz
+                ly = rot[g, 1, 0] * bx + rot[g, 1, 1] * by + rot[g, 1, 2] * bz
+                lz = rot[g, 2, 0] * bx + rot[g, 2, 1] * by + rot[g, 2, 2] * bz
+                xw[g, k, 0] = pos[g, 0] + lx
+                xw[g, k, 1] = pos[g, 1] + ly
+                xw[g, k, 2] = pos[g, 2] + lz
+                vw[g, k, 0] = vel[g, 0] + omega[g, 1] * lz - omega[g, 2] * ly + (
+                    rot[g, 0, 0] * vx + rot[g, 0, 1] * vy + rot[g, 0, 2] * vz)
+                vw[g, k, 1] = vel[g, 1] + omega[g, 2] * lx - omega[g, 0] * lz + (
+                    rot[g, 1, 0] * vx + rot[g, 1, 1] * vy + rot[g, 1, 2] * vz)
+                vw[g, k, 2] = vel[g, 2] + omega[g, 0] * ly - omega[g, 1] * lx + (
+                    rot[g, 2, 0] * vx + rot[g, 2, 1] * vy + rot[g, 2, 2] * vz)
+        force[:, :] = 0.0
+        torque[:, :] = 0.0
+        gen[:, :] = 0.0
+        ofor[:, :] = 0.0
+        # ---- grain nodes against analytic obstacles
+        for g in range(n_grains):
+            for o in range(n_obst):
+                for k in range(n_nodes):
+                    rx = xw[g, k, 0] - opoint[o, 0]
+                    ry = xw[g, k, 1] - opoint[o, 1]
+                    rz = xw[g, k, 2] - opoint[o, 2]
+                    if otype[o] == PLANE:
+                        nxo = odir[o, 0]
+                        nyo = odir[o, 1]
+                        nzo = odir[o, 2]
+                        phi = rx * nxo + ry * nyo + rz * nzo
+                    else:
+                        along = rx * odir[o, 0] + ry * odir[o, 1] + rz * odir[o, 2]
+                        px = rx - along * odir[o, 0]
+                        py = ry - along * odir[o, 1]
+                        pz = rz - along * odir[o, 2]
+                        dist = np.sqrt(px * px + py * py + pz * pz)
+                        phi = dist - orad[o]
+                        if phi >= 0.0 or dist < 1e-300:
+                            continue
+                        nxo = px / dist
+                        nyo = py / dist
+                        nzo = pz / dist
+                    if phi >= 0.0:
+                        continue
+                    vn = ((vw[g, k, 0] - ovel[o, 0]) * nxo + (vw[g, k, 1] - ovel[o, 1]) * nyo
+                          + (vw[g, k, 2] - ovel[o, 2]) * nzo)
+                    mag = areas[k] * (ks * (-phi) - cs * vn)
+                    if mag <= 0.0:
+                        continue
+                    fb[0] = mag * nxo
+                    fb[1] = mag * nyo
+                    fb[2] = mag * nzo
+                    _apply(g, fb, xw[g, k, 0] - pos[g, 0], xw[g, k, 1] - pos[g, 1], xw[g, k, 2] - pos[g, 2],
+                           force, torque)
+                    ofor[o, 0] -= fb[0]
+                    ofor[o, 1] -= fb[1]
+                    ofor[o, 2] -= fb[2]
+                    # body-frame force for the generalized force
+                    f0 = rot[g, 0, 0] * fb[0] + rot[g, 1, 0] * fb[1] + rot[g, 2, 0] * fb[2]
+                    f1 = rot[g, 0, 1] * fb[0] + rot[g, 1, 1] * fb[1] + rot[g, 2, 1] * fb[2]
+                    f2 = rot[g, 0, 2] * fb[0] + rot[g, 1, 2] * fb[1] + rot[g, 2, 2] * fb[2]
+                    for m in range(n_modes):
+                        gen[g, m] += node_modes[m, k, 0] * f0 + node_modes[m, k, 1] * f1 + node_modes[m, k, 2] * f2
+        # ---- grain against grain: nodes of s in the deformed level set of m, both ways, weight ½
+        pair_weight = 1.0 / n_ways
+        for q in range(pairs.shape[0]):
+            for way in range(n_ways):
+                s = pairs[q, way]
+                mg = pairs[q, 1 - way]
+                reach = bound_radius + 2.0 * h
+                for k in range(n_nodes):
+                    dx = xw[s, k, 0] - pos[mg, 0]
+                    dy = xw[s, k, 1] - pos[mg, 1]
+                    dz = xw[s, k, 2] - pos[mg, 2]
+                    if dx * dx + dy * dy + dz * dz > reach * reach:
+                        continue
+                    # into the master's body frame
+                    px = rot[mg, 0, 0] * dx + rot[mg, 1, 0] * dy + rot[mg, 2, 0] * dz
+                    py = rot[mg, 0, 1] * dx + rot[mg, 1, 1] * dy + rot[mg, 2, 1] * dz
+                    pz = rot[mg, 0, 2] * dx + rot[mg, 1, 2] * dy + rot[mg, 2, 2] * dz
+                    if deformable:
+                        phi, gx, gy, gz = _pullback_phi(phi0, table, eps[mg], origin[0], origin[1], origin[2],
+                                                        h, px, py, pz, n_iter)
+                    else:
+                        phi, gx, gy, gz = _plain_phi(phi0, origin[0], origin[1], origin[2], h, px, py, pz)
+                    if phi >= 0.0:
+                        continue
+                    gn = np.sqrt(gx * gx + gy * gy + gz * gz)
+                    if gn < 1e-300:
+                        continue
+                    gx /= gn
+                    gy /= gn
+                    gz /= gn
+                    # outward normal of the master in the world frame
+                    nxo = rot[mg, 0, 0] * gx + rot[mg, 0, 1] * gy + rot[mg, 0, 2] * gz
+                    nyo = rot[mg, 1, 0] * gx + rot[mg, 1, 1] * gy + rot[mg, 1, 2] * gz
+                    nzo = rot[mg, 2, 0] * gx + rot[mg, 2, 1] * gy + rot[mg, 2, 2] * gz
+                    # master material point: pull-back of the contact point, its modal velocity
+                    ubx = 0.0
+                    uby = 0.0
+                    ubz = 0.0
+                    if n_modes > 0:
+                        ubx, uby, ubz = displacement_at(table, eps[mg], origin[0], origin[1], origin[2], inv_h,
+                                                        px, py, pz)
+                        for _ in range(n_iter):
+                            ubx, uby, ubz = displacement_at(table, eps[mg], origin[0], origin[1], origin[2],
+                                                            inv_h, px - ubx, py - uby, pz - ubz)
+                    refx = px - ubx
+                    refy = py - uby
+                    refz = pz - ubz
+                    mvx = 0.0
+                    mvy = 0.0
+                    mvz = 0.0
+                    for m in range(n_modes):
+                        um = _mode_at(table, m, origin[0], origin[1], origin[2], inv_h, nx, ny, nz, refx, refy, refz)
+                        mvx += epsdot[mg, m] * um[0]
+                        mvy += epsdot[mg, m] * um[1]
+                        mvz += epsdot[mg, m] * um[2]
+                    vmx = vel[mg, 0] + omega[mg, 1] * dz - omega[mg, 2] * dy + (
+                        rot[mg, 0, 0] * mvx + rot[mg, 0, 1] * mvy + rot[mg, 0, 2] * mvz)
+                    vmy = vel[mg, 1] + omega[mg, 2] * dx - omega[mg, 0] * dz + (
+                        rot[mg, 1, 0] * mvx + rot[mg, 1, 1] * mvy + rot[mg, 1, 2] * mvz)
+                    vmz = vel[mg, 2] + omega[mg, 0] * dy - omega[mg, 1] * dx + (
+                        rot[mg, 2, 0] * mvx + rot[mg, 2, 1] * mvy + rot[mg, 2, 2] * mvz)
+                    vn = (vw[s, k, 0] - vmx) * nxo + (vw[s, k, 1] - vmy) * nyo + (vw[s, k, 2] - vmz) * nzo
+                    mag = pair_weight * areas[k] * (ks * (-phi) - cs * vn)
+                    if mag <= 0.0:
+                        continue
+                    fb[0] = mag * nxo
+                    fb[1] = mag * nyo
+                    fb[2] = mag * nzo
+                    _apply(s, fb, xw[s, k, 0] - pos[s, 0], xw[s, k, 1] - pos[s, 1], xw[s, k, 2] - pos[s, 2],
+                           force, torque)
+                    f0 = rot[s, 0, 0] * fb[0] + rot[s, 1, 0] * fb[1] + rot[s, 2, 0] * fb[2]
+                    f1 = rot[s, 0, 1] * fb[0] + rot[s, 1, 1] * fb[1] + rot[s, 2, 1] * fb[2]
+                    f2 = rot[s, 0, 2] * fb[0] + rot[s, 1, 2] * fb[1] + rot[s, 2, 2] * fb[2]
+                    for m in range(n_modes):
+                        gen[s, m] += node_modes[m, k, 0] * f0 + node_modes[m, k, 1] * f1 + node_modes[m, k, 2] * f2
+                    fb[0] = -fb[0]
+                    fb[1] = -fb[1]
+                    fb[2] = -fb[2]
+                    _apply(mg, fb, dx, dy, dz, force, torque)
+                    f0 = rot[mg, 0, 0] * fb[0] + rot[mg, 1, 0] * fb[1] + rot[mg, 2, 0] * fb[2]
+                    f1 = rot[mg, 0, 1] * fb[0] + rot[mg, 1, 1] * fb[1] + rot[mg, 2, 1] * fb[2]
+                    f2 = rot[mg, 0, 2] * fb[0] + rot[mg, 1, 2] * fb[1] + rot[mg, 2, 2] * fb[2]
+                    for m in range(n_modes):
+                        um = _mode_at(table, m, origin[0], origin[1], origin[2], inv_h, nx, ny, nz, refx, refy, refz)
+                        gen[mg, m] += um[0] * f0 + um[1] * f1 + um[2] * f2
+        # ---- record: everything averaged over the steps since the previous record (a low-pass that
+        # removes contact-scale ringing from a quasi-static reading, with forces, ε and positions taken
+        # over the same window so that they stay mutually consistent)
+        for o in range(n_obst):
+            for c in range(3):
+                acc_ofor[o, c] += ofor[o, c]
+                acc_opos[o, c] += opoint[o, c]
+        for g in range(n_grains):
+            for m in range(n_modes):
+                acc_eps[g, m] += eps[g, m]
+            for c in range(3):
+                acc_pos[g, c] += pos[g, c]
+        acc_t += t0 + step * dt
+        n_acc += 1
+        if step % record_every == 0 and n_rec < rec_t.shape[0]:
+            rec_t[n_rec] = acc_t / n_acc
+            for o in range(n_obst):
+                for c in range(3):
+                    rec_ofor[n_rec, o, c] = acc_ofor[o, c] / n_acc
+                    rec_opos[n_rec, o, c] = acc_opos[o, c] / n_acc
+            for g in range(n_grains):
+                for m in range(n_modes):
+                    rec_eps[n_rec, g, m] = acc_eps[g, m] / n_acc
+                for c in range(3):
+                    rec_pos[n_rec, g, c] = acc_pos[g, c] / n_acc
+            acc_ofor[:, :] = 0.0
+            acc_opos[:, :] = 0.0
+            acc_eps[:, :] = 0.0
+            acc_pos[:, :] = 0.0
+            acc_t = 0.0
+            n_acc = 0
+            n_rec += 1
+        # ---- integrate
+        for g in range(n_grains):
+            # modal: internal force, damped leapfrog
+            fint = np.zeros(n_modes)
+            if use_table:
+                e = eps[g, 0]
+                a = abs(e)
+                idx = np.searchsorted(tab_eps, a, side="right") - 1
+                if idx > tab_slope.shape[0] - 1:
+                    idx = tab_slope.shape[0] - 1
+                val = tab_force[idx] + tab_slope[idx] * (a - tab_eps[idx])
+                fint[0] = val if e >= 0 else -val
+            else:
+                for a in range(n_modes):
+                    for b in range(n_modes):
+                        fint[a] += k_lin[a, b] * eps[g, b]
+            rhs = np.zeros(n_modes)
+            for a in range(n_modes):
+                for b in range(n_modes):
+                    rhs[a] += m_rhs[a, b] * epsdot[g, b]
+                rhs[a] += dt * (gen[g, a] - fint[a])
+            for a in range(n_modes):
+                v = 0.0
+                for b in range(n_modes):
+                    v += m_lhs_inv[a, b] * rhs[b]
+                epsdot[g, a] = v
+            for a in range(n_modes):
+                eps[g, a] += dt * epsdot[g, a]
+            if fixed[g]:
+                continue
+            for c in range(3):
+                if free_dof[g, c]:
+                    vel[g, c] += dt * force[g, c] / mass[g]
+                pos[g, c] += dt * vel[g, c]
+            # rotation: Euler's equations in the body frame
+            tb = np.zeros(3)
+            wb = np.zeros(3)
+            for a in range(3):
+                for c in range(3):
+                    tb[a] += rot[g, c, a] * torque[g, c]
+                    wb[a] += rot[g, c, a] * omega[g, c]
+            iw0 = inertia[g, 0] * wb[0]
+            iw1 = inertia[g, 1] * wb[1]
+            iw2 = inertia[g, 2] * wb[2]
+            wb[0] += dt * (tb[0] - (wb[1] * iw2 - wb[2] * iw1)) / inertia[g, 0]
+            wb[1] += dt * (tb[1] - (wb[2] * iw0 - wb[0] * iw2)) / inertia[g, 1]
+            wb[2] += dt * (tb[2] - (wb[0] * iw1 - wb[1] * iw0)) / inertia[g, 2]
+            wn = np.zeros(3)
+            for a in range(3):
+                for c in range(3):
+                    wn[a] += rot[g, a, c] * wb[c]
+            for a in range(3):
+                if not free_dof[g, 3 + a]:
+                    wn[a] = 0.0
+            omega[g, 0] = wn[0]
+            omega[g, 1] = wn[1]
+            omega[g, 2] = wn[2]
+            rot[g] = _rotate_exp(rot[g].copy(), wn[0], wn[1], wn[2], dt)
+        # obstacles: constant velocity, or the smooth profile v (1 − cos 2πt/T) (same mean speed, zero
+        # velocity and acceleration-free start and end) that avoids the impact of a sudden start
+        factor = 1.0
+        if ramp_time > 0.0:
+            tm = t0 + (step + 0.5) * dt
+            factor = 1.0 - np.cos(2.0 * np.pi * tm / ramp_time) if tm < ramp_time else 0.0
+        for o in range(n_obst):
+            for c in range(3):
+                opoint[o, c] += dt * factor * ovel[o, c]
+    return n_rec
+
+
+@dataclass
+class Obstacle:
+    """An analytic rigid body moving at constant velocity: a plane (point, inward normal) or an
+    infinite cylinder (axis point, axis direction, radius); grains must stay on φ > 0."""
+
+    kind: int
+    point: np.ndarray
+    direction: np.ndarray
+    radius: float = 0.0
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    @classmethod
+    def plane(cls, point, normal, velocity=(0, 0, 0)):
+        n = np.asarray(normal, float)
+        if not np.linalg.norm(n) > 0:
+            raise ValueError("normal must be a non-zero vector")
+        return cls(PLANE, np.asarray(point, float), n / np.linalg.norm(n), 0.0, np.asarray(velocity, float))
+
+    @classmethod
+    def cylinder(cls, point, axis, radius, velocity=(0, 0, 0)):
+        a = np.asarray(axis, float)
+        if not np.linalg.norm(a) > 0:
+            raise ValueError("axis must be a non-zero vector")
+        if not radius > 0:
+            raise ValueError(f"radius must be > 0, got {radius}")
+        return cls(CYLINDER, np.asarray(point, float), a / np.linalg.norm(a), float(radius),
+                   np.asarray(velocity, float))
+
+
+class DeformableScene:
+    """Grains of one template + analytic obstacles + candidate grain pairs; `run` advances in numba.
+
+    ``modal_mass``, ``modal_damping`` (n_modes × n_modes) and ``response`` (a `LinearResponse` or a
+    single-mode `TabulatedForce`) are per grain (shared). ``density`` sets the rigid mass and inertia.
+    """
+
+    def __init__(self, template, positions, modal_mass, response, modal_damping=None, density=1.0,
+                 contact_stiffness=1e5, contact_damping=0.0, obstacles=(), pairs=(), fixed=None,
+                 both_ways=True, ramp_time=0.0, deformable=True, inverse_iterations=0, free_dofs=None):
+        from graindem.deform.response import LinearResponse, TabulatedForce
+
+        self.template = template
+        n_modes = len(template.modes)
+        self.pos = np.ascontiguousarray(np.atleast_2d(np.asarray(positions, float)))
+        n = self.pos.shape[0]
+        if not contact_stiffness > 0:
+            raise ValueError(f"contact_stiffness must be > 0, got {contact_stiffness}")
+        if contact_damping < 0:
+            raise ValueError(f"contact_damping must be >= 0, got {contact_damping}")
+        if not density > 0:
+            raise ValueError(f"density must be > 0, got {density}")
+        self.vel = np.zeros((n, 3))
+        self.rot = np.ascontiguousarray(np.broadcast_to(np.eye(3), (n, 3, 3)).copy())
+        self.omega = np.zeros((n, 3))
+        self.eps = np.zeros((n, n_modes))
+        self.epsdot = np.zeros((n, n_modes))
+        self.mass = np.full(n, density * template.volume)
+        self.inertia = np.ascontiguousarray(np.broadcast_to(density * template.inertia, (n, 3)).copy())
+        self.fixed = np.zeros(n, dtype=np.bool_) if fixed is None else np.asarray(fixed, dtype=np.bool_)
+        # per grain: which of (x, y, z translation, x, y, z rotation, world axes) evolve; a frozen
+        # DOF keeps its initial (zero) velocity
+        self.free_dof = np.ones((n, 6), dtype=np.bool_)
+        if free_dofs is not None:
+            self.free_dof[:] = np.asarray(free_dofs, dtype=np.bool_).reshape(-1, 6)
+        self.modal_mass = np.atleast_2d(np.asarray(modal_mass, float))
+        self.modal_damping = (np.zeros((n_modes, n_modes)) if modal_damping is None
+                              else np.atleast_2d(np.asarray(modal_damping, float)))
+        if self.modal_mass.shape != (n_modes, n_modes) or self.modal_damping.shape != (n_modes, n_modes):
+            raise ValueError(f"modal_mass and modal_damping must be {n_modes} x {n_modes}")
+        self.response = response
+        if isinstance(response, TabulatedForce):
+            if n_modes != 1:
+                raise ValueError("a TabulatedForce response needs a single-mode template")
+            self._use_table = True
+            self._tab = (response.eps_table, response.force_table, response.slopes)
+            self._k = np.zeros((1, 1))
+        elif isinstance(response, LinearResponse):
+            self._use_table = False
+            self._tab = (np.zeros(2), np.zeros(2), np.zeros(1))
+            self._k = response.stiffness
+        else:
+            raise ValueError("response must be a LinearResponse or a TabulatedForce")
+        self.ks = float(contact_stiffness)
+        self.cs = float(contact_damping)
+        self.obstacles = list(obstacles)
+        self.pairs = np.ascontiguousarray(np.asarray(pairs, dtype=np.int64).reshape(-1, 2))
+        self.table = np.ascontiguousarray(tabulate_modes(template.modes, template.phi0))
+        if getattr(template, "node_mode_values", None) is not None:
+            self.node_modes = np.ascontiguousarray(template.node_mode_values, dtype=np.float64)
+        else:
+            self.node_modes = np.ascontiguousarray(np.stack([m.displacement(template.nodes)
+                                                             for m in template.modes]))
+        self.bound_radius = float(np.linalg.norm(template.nodes, axis=1).max())
+        self.n_ways = 2 if both_ways else 1
+        if ramp_time < 0:
+            raise ValueError(f"ramp_time must be >= 0, got {ramp_time}")
+        self.ramp_time = float(ramp_time)
+        self.deformable = bool(deformable)
+        if int(inverse_iterations) != inverse_iterations or inverse_iterations < 0:
+            raise ValueError(f"inverse_iterations must be an integer >= 0, got {inverse_iterations}")
+        self.inverse_iterations = int(inverse_iterations)
+        self.time = 0.0
+
+    def _obstacle_arrays(self):
+        no = len(self.obstacles)
+        otype = np.array([o.kind for o in self.obstacles], dtype=np.int64).reshape(no)
+        opoint = np.array([o.point for o in self.obstacles], dtype=float).reshape(no, 3)
+        odir = np.array([o.direction for o in self.obstacles], dtype=float).reshape(no, 3)
+        orad = np.array([o.radius for o in self.obstacles], dtype=float).reshape(no)
+        ovel = np.array([o.velocity for o in self.obstacles], dtype=float).reshape(no, 3)
+        return otype, opoint, odir, orad, ovel
+
+    def critical_step(self, beta=0.2, contact_area=None):
+        """min of the rigid step β√(m/k_c) and the modal step β/ω_max (their §3.3).
+
+        k_c = k_s × ``contact_area`` is the stiffness of one contact patch (default: the largest node
+        area, i.e. a single node; pass the expected patch area for flat contacts), m the smaller of the
+        grain mass and the modal mass seen at the node moving most per unit ε (M / max|Φ|²).
+        """
+        from graindem.deform.dynamics import modal_critical_step
+
+        area = self.template.node_areas.max() if contact_area is None else float(contact_area)
+        if not area > 0:
+            raise ValueError(f"contact_area must be > 0, got {contact_area}")
+        k_contact = self.ks * area
+        phi_max = np.abs(self.node_modes).max()
+        m_modal = np.linalg.eigvalsh(self.modal_mass).min() / max(phi_max, 1e-300) ** 2
+        dt_modal = modal_critical_step(self.modal_mass, self.response.max_tangent(), beta)
+        dt_rigid = beta * np.sqrt(min(self.mass.min(), m_modal) / k_contact)
+        self.critical_steps = {"rigid": float(dt_rigid), "modal": float(dt_modal), "beta": beta}
+        return min(dt_rigid, dt_modal)
+
+    def run(self, n_steps, dt, record_every=100):
+        if not dt > 0 or n_steps < 0:
+            raise ValueError("dt must be > 0 and n_steps >= 0")
+        otype, opoint, odir, orad, ovel = self._obstacle_arrays()
+        n_rec = n_steps // record_every + 1
+        n = self.pos.shape[0]
+        nm = self.eps.shape[1]
+        rec_t = np.zeros(n_rec)
+        rec_ofor = np.zeros((n_rec, len(self.obstacles), 3))
+        rec_opos = np.zeros((n_rec, len(self.obstacles), 3))
+        rec_eps = np.zeros((n_rec, n, nm))
+        rec_pos = np.zeros((n_rec, n, 3))
+        lhs = self.modal_mass + 0.5 * dt * self.modal_damping
+        m_lhs_inv = np.linalg.inv(lhs)
+        m_rhs = self.modal_mass - 0.5 * dt * self.modal_damping
+        tpl = self.template
+        count = run_kernel(int(n_steps), float(dt), int(record_every), self.pos, self.vel, self.rot, self.omega,
+                           self.eps, self.epsdot, self.mass, self.inertia, self.fixed, self.free_dof,
+                           tpl.phi0.values, tpl.phi0.origin, tpl.phi0.spacing, self.table,
+                           np.ascontiguousarray(tpl.nodes), self.node_modes, np.ascontiguousarray(tpl.node_areas),
+                           self.bound_radius, m_lhs_inv, m_rhs, np.ascontiguousarray(self._k),
+                           self._tab[0], self._tab[1], self._tab[2], self._use_table, self.ks, self.cs,
+                           otype, opoint, odir, orad, ovel, self.pairs, self.n_ways, self.ramp_time, self.time,
+                           self.deformable, self.inverse_iterations, rec_t, rec_ofor, rec_eps, rec_opos, rec_pos)
+        for o, p in zip(self.obstacles, opoint):
+            o.point = p.copy()
+        self.time += n_steps * dt
+        return {"t": rec_t[:count], "obstacle_force": rec_ofor[:count], "eps": rec_eps[:count],
+                "obstacle_position": rec_opos[:count], "position": rec_pos[:count]}
