@@ -188,3 +188,112 @@ def test_random_operations_match_model(ops):
     assert int(s.meta[M_PEAK]) >= s.n_live
     assert all(p[PT_DELTA] == -p[PT_N] and p[PT_PX] == 0.5 * p[PT_DELTA] and p[PT_PY] == -0.25
                for m in model for p in m)
+
+
+def _stacks_with_rows(store, ist):
+    return [stack(store, int(h)) for h in ist[:, 0]]
+
+
+def test_compact_lays_stacks_out_contiguously_and_keeps_them():
+    """Scatter stacks through the store by interleaved pushes and pops, compact, and compare with a
+    Python model: same points and flags per contact, each stack on consecutive indices (bottom
+    first, contacts in row order), every other index free, and the store still works afterwards."""
+    rng = np.random.default_rng(5)
+    s = HistoryStore(4)
+    n = 7
+    ist = np.zeros((n, 2), dtype=np.int64)
+    ist[:, 0] = -1
+    model = [[] for _ in range(n)]
+    for counter in range(400):
+        c = int(rng.integers(n))
+        if model[c] and rng.random() < 0.4:
+            ist[c, 0] = int(pop(s.pts, s.nxt, s.meta, ist[c, 0]))
+            model[c].pop(0)
+        else:
+            s.ensure_free(1)
+            point = (float(counter), -float(counter), 0.5 * counter, 0.25, bool(rng.random() < 0.5))
+            ist[c, 0] = do_push(s, ist[c, 0], point)
+            model[c].insert(0, point)
+        ist[c, 1] = len(model[c])
+    ist[3, :] = (release(s.pts, s.nxt, s.meta, ist[3, 0]), 0)     # one empty contact in the middle
+    model[3] = []
+    before = _stacks_with_rows(s, ist)
+    assert before == model
+    heads_before = ist[:, 0].copy()
+    pts_id, nxt_id = id(s.pts), id(s.nxt)
+    s.compact(ist)
+    assert _stacks_with_rows(s, ist) == model
+    check_integrity(s, ist[:, 0])
+    assert id(s.pts) == pts_id and id(s.nxt) == nxt_id          # rewritten in place
+    pos = 0
+    for c in range(n):
+        k = len(model[c])
+        if k == 0:
+            assert ist[c, 0] == -1
+            continue
+        idx = []
+        i = int(ist[c, 0])
+        while i >= 0:
+            idx.append(i)
+            i = int(link_next(s.nxt, i))
+        assert idx == list(range(pos + k - 1, pos - 1, -1))
+        pos += k
+    assert free_list(s) == list(range(pos, s.capacity))
+    assert not np.array_equal(heads_before, ist[:, 0])           # the test did scatter the stacks
+    # the compacted store keeps working
+    ist[0, 0] = do_push(s, ist[0, 0], (1.0, 2.0, 3.0, 4.0, True))
+    model[0].insert(0, (1.0, 2.0, 3.0, 4.0, True))
+    ist[0, 1] += 1
+    assert _stacks_with_rows(s, ist) == model
+    check_integrity(s, ist[:, 0])
+
+
+def test_compact_several_owner_arrays_and_bad_input():
+    s = HistoryStore(16)
+    a = np.array([[-1, 0], [-1, 0]], dtype=np.int64)
+    b = np.array([[-1, 0]], dtype=np.int64)
+    for k in range(3):
+        a[1, 0] = do_push(s, a[1, 0], (float(k), 0.0, 1.0, 2.0, False))
+        b[0, 0] = do_push(s, b[0, 0], (10.0 + k, 0.0, 3.0, 4.0, True))
+    a[1, 1] = b[0, 1] = 3
+    want_a, want_b = _stacks_with_rows(s, a), _stacks_with_rows(s, b)
+    arrays = [x.copy() for x in (s.pts, s.nxt, s.meta)]
+    # Owners that do not account for every live point, or lengths that do not match the stacks,
+    # are refused before anything changes.
+    with pytest.raises(ValueError, match="own every live point"):
+        s.compact(a)
+    bad = a.copy()
+    bad[0, 1], bad[1, 1] = 1, 2
+    with pytest.raises(ValueError, match="length differs"):
+        s.compact(bad, b)
+    with pytest.raises(ValueError, match="int64 state array"):
+        s.compact(a.astype(np.int32), b)
+    assert all(np.array_equal(x, y) for x, y in zip(arrays, (s.pts, s.nxt, s.meta)))
+    s.compact(a, b)
+    assert _stacks_with_rows(s, a) == want_a and _stacks_with_rows(s, b) == want_b
+    assert sorted([int(a[1, 0]), int(b[0, 0])]) == [2, 5]
+    check_integrity(s, [int(a[1, 0]), int(b[0, 0])])
+
+
+def test_compacting_a_jaeger_batch_does_not_change_results():
+    """Two batches through the same DEM-like movements, one compacted every few steps: forces, law
+    state and histories stay bit-identical (compaction moves points, never their values)."""
+    from graindem.contact import ContactBatch
+    from graindem.contact import state as S
+    from graindem.demo_contact import MATERIAL, DemLikeMovements
+    n = 80
+    plain = ContactBatch("jaeger", n, store=HistoryStore(1), **MATERIAL)
+    packed = ContactBatch("jaeger", n, store=HistoryStore(1), **MATERIAL)
+    moves = DemLikeMovements(n, plain.prm[S.P_RSTAR], plain.prm[S.P_MU], plain.prm[S.P_KAPPA], seed=2,
+                             opening_fraction=0.2)
+    for step in range(240):
+        delta, ds = moves.next_step()
+        if step % 7 == 3:
+            packed.store.compact(packed.ist)
+        plain.step(delta, ds)
+        packed.step(delta, ds)
+    assert plain.store.n_live > 5 * n                       # long histories were really stored
+    np.testing.assert_array_equal(plain.fs.view(np.int64), packed.fs.view(np.int64))
+    np.testing.assert_array_equal(plain.ist[:, S.I_LEN], packed.ist[:, S.I_LEN])
+    assert _stacks_with_rows(plain.store, plain.ist) == _stacks_with_rows(packed.store, packed.ist)
+    check_integrity(packed.store, packed.ist[:, S.I_HEAD])
