@@ -9,7 +9,10 @@ import importlib
 import sys
 
 COMMANDS = {
+    "modes": ("graindem.fem.cli", "extract deformation modes of a grain by FEM and write a mode file"),
     "demo": ("graindem.demo", "run the default demonstration and write its results to a folder"),
+    "run": ("graindem.engine.cli", "run a scenario file (TOML) or continue from a checkpoint"),
+    "pile": ("graindem.scenarios.pile", "pour level-set grains into a box and settle them under gravity"),
 }
 
 

@@ -1,0 +1,136 @@
+"""Kuhn (2011) Table 1 on this machine: the biaxial test with every tangential law, one packing.
+
+    python benchmarks/biaxial_table1.py [--quick] [--json FILE] [--packing FILE]
+
+Full size: Kuhn's test, 4096 spheres compressed to 4 % axial strain in 40,000 steps (plane strain,
+constant lateral stress). --quick: 1000 spheres, 8000 steps (a few minutes for all runs).
+The packing is prepared once (isotropic compression, `scenarios.biaxial.prepared_packing`; cached
+in --packing, default: <tmp>/graindem_bench) and every law starts from it; jaeger also runs with xi = 0.1 and 0.2.
+
+Timing: single thread, CPU time of this process (the machine is shared; wall time is reported
+too). `total_s` is the whole test (forces, integration, neighbour search; no output except one
+measurement every 1 % of the steps). `force_s` is the time inside the contact-force kernel
+(contact geometry, frames and the law), measured by a second, split run of the same test in which
+Python calls the force kernel and the rest of a step separately (its own total is `split_total_s`;
+both runs follow the same trajectory bit for bit).
+Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
+measurements; `mean_history_length` the mean over contacts and measurements (Kuhn: 260 exact,
+171 with xi = 0.1, 107 with xi = 0.2, at the memory peak).
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from graindem.engine import checkpoint, kernels as K  # noqa: E402
+from graindem.scenarios.biaxial import prepared_packing, start_test  # noqa: E402
+
+
+def timed_split_run(sim, steps):
+    """Run `steps` steps calling the force kernel separately; returns (force_cpu_s, total_cpu_s)."""
+    sim.setup()
+    force_t = 0.0
+    t_start = time.process_time()
+    st = sim.store
+    prm = sim.prm.copy()
+    skin = sim.ctl[K.CTL_SKIN]
+    cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
+    for _ in range(steps):
+        if st.n_free < int(sim.ictl[K.ICTL_NPAIRS]) + 1:
+            st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + 1024)
+        t0 = time.process_time()
+        ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, sim.mass, sim.prm, prm,
+                           sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq,
+                           st.pts, st.nxt, st.meta, sim.acc, sim.out)
+        force_t += time.process_time() - t0
+        if not ok:
+            raise RuntimeError("diverged")
+        K.servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
+        maxd2 = K.advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass,
+                                    sim.inertia, sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
+        sim.ictl[K.ICTL_STEP] += 1
+        stretch = float(np.max(np.abs(sim.cell[K.CELL_L:K.CELL_L + 3] / sim.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] - 1.0)))
+        if 2.0 * np.sqrt(maxd2) + stretch * cutoff > skin:
+            sim._rebuild()
+    return force_t, time.process_time() - t_start
+
+
+def run_law(packing_path, law, xi, steps, measure_every):
+    sim, _ = checkpoint.load(packing_path)
+    test = start_test(sim, law, xi=xi, steps=steps)
+    rows = []
+
+    def measure(s):
+        m = s.measure()
+        rows.append((m["n_contacts"], m["mean_history_length"], m["store_bytes"], m["max_history_length"]))
+
+    sim.run(0)
+    measure(sim)
+    w0 = time.perf_counter()
+    c0 = time.process_time()
+    sim.run(steps, callback=measure, every=measure_every, phase=test["start_step"])
+    total = time.process_time() - c0
+    wall = time.perf_counter() - w0
+    # the same test again, split, for the force kernel's share
+    sim2, _ = checkpoint.load(packing_path)
+    start_test(sim2, law, xi=xi, steps=steps)
+    force, split_total = timed_split_run(sim2, steps)
+    same = bool(np.array_equal(sim.pos, sim2.pos))
+    rows = np.array(rows, dtype=float)
+    return {"total_s": total, "wall_s": wall, "force_s": force, "split_total_s": split_total,
+            "split_run_identical": same,
+            "mean_contacts": float(rows[:, 0].mean()), "mean_history_length": float(rows[:, 1].mean()),
+            "max_mean_history_length": float(rows[:, 1].max()), "max_history_length": int(rows[:, 3].max()),
+            "store_bytes": int(rows[:, 2].max()), "particle_steps_per_s": sim.n * steps / total,
+            "n_particles": sim.n, "steps": steps, "xi": xi}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1000 spheres, 8000 steps")
+    ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--packing", default=None, help="cache of the prepared packing (default: benchmarks/.cache)")
+    ap.add_argument("--laws", default="linear,mindlin,md_incremental,jaeger")
+    args = ap.parse_args(argv)
+    n, steps = (1000, 8000) if args.quick else (4096, 40000)
+    cache = (Path(args.packing) if args.packing
+             else Path(tempfile.gettempdir()) / "graindem_bench" / f"biaxial_packing_{n}.h5")
+    t0 = time.perf_counter()
+    prepared_packing(n, seed=1, cache=cache, announce=lambda m: print(m, flush=True))
+    print(f"packing ready in {time.perf_counter() - t0:.1f} s", flush=True)
+    results = {"laws": {}, "jaeger_xi": {}, "n_particles": n, "steps": steps, "quick": args.quick,
+               "timing": "CPU seconds of this process (single thread); wall_s for reference"}
+    runs = [(law, 0.0) for law in args.laws.split(",")]
+    if "jaeger" in args.laws:
+        runs += [("jaeger", 0.1), ("jaeger", 0.2)]
+    for law, xi in runs:
+        r = run_law(cache, law, xi, steps, max(steps // 100, 1))
+        print(f"{law:15s} xi={xi:.1f}: total {r['total_s']:.1f} s, force {r['force_s']:.1f} s, "
+              f"{r['mean_contacts']:.0f} contacts, mean history {r['mean_history_length']:.1f} "
+              f"(max of means {r['max_mean_history_length']:.1f}), store {r['store_bytes'] / 1e6:.2f} MB, "
+              f"{r['particle_steps_per_s'] / 1e6:.2f} M particle-steps/s", flush=True)
+        if xi == 0.0:
+            results["laws"][law] = r
+        if law == "jaeger":
+            results["jaeger_xi"][f"{xi:.1f}"] = r
+    L = results["laws"]
+    if "jaeger" in L and "mindlin" in L:
+        results["ratio_total_jaeger_over_mindlin"] = L["jaeger"]["total_s"] / L["mindlin"]["total_s"]
+        results["ratio_force_jaeger_over_mindlin"] = L["jaeger"]["force_s"] / L["mindlin"]["force_s"]
+        print(f"jaeger/mindlin: total {results['ratio_total_jaeger_over_mindlin']:.2f} (Kuhn 1.49), "
+              f"force {results['ratio_force_jaeger_over_mindlin']:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,824 @@
+"""The numba kernels of the sphere engine: neighbour list with carry-over, and the time loop.
+
+Everything a step does runs inside `run_steps`, one njit call for many steps; it returns to
+Python only when it is done, when the history store or the pair arrays need to grow, or when the
+run diverged (see STATUS_*). All arrays are plain float64/int64 numpy arrays; the layouts:
+
+particles (N rows): pos, vel, omega, force, torque (N, 3); quat (N, 4); radius, mass, inertia (N,)
+    `vel` is the velocity relative to the homogeneous (affine) flow of a deforming periodic cell.
+pairs: half neighbour list grouped by the lower index i (CSR offsets `pstart`, N + 1), pair rows
+    pi, pj (cap,), contact state pfs (cap, N_FSTATE), pist (cap, N_ISTATE), frame quaternion pcq (cap, 4);
+    a second set of the same shape (q*) is scratch for rebuilds.
+walls: row i * n_walls + w of wfs, wist, wcq is the contact of particle i with wall w; only the
+    rows listed in `wcand` (those within r + skin of the wall at the last rebuild) are evaluated.
+    walls rows: point (3), inward unit normal (3), velocity (3), point at the last rebuild (3).
+cell (float64, CELL_*): box origin and lengths, lengths at the last rebuild, strain rates.
+ctl (float64, CTL_*): time step, gravity, damping, skin and the servo of the periodic cell.
+ictl (int64, ICTL_*): law id, counts, periodic flags, servo modes.
+acc (float64, ACC_*): per-step sums (stress), wall forces and running totals.
+out (int64, OUT_*): status and where a divergence was found.
+
+The per-step kernels allocate nothing and are compiled with `_nrt=False`: otherwise numba wraps
+their calls to the law and frame kernels in reference-count updates of the array arguments
+(measured 12-20 % of the force loop).
+
+Contact parameters: the material record `prm` (hertz.contact_params) is shared; its two entries
+that depend on the pair (R* and the Hertz coefficient) are filled per contact from the radii of the
+two spheres (R* = r_i for a wall), which avoids storing a record per contact.
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+from ..contact import state as S
+from ..contact.frames import (contact_point_velocity, frame_init, frame_update, from_frame,
+                              to_frame)
+from ..contact import jaeger, linear, md_incremental, mindlin
+from ..contact.laws import JAEGER, MD_INCREMENTAL, MINDLIN, contact_step, separate, tangential_energy
+from ..contact.store import M_CAPACITY, M_LIVE, release
+
+# cell
+CELL_LO = 0          # 3: origin
+CELL_L = 3           # 3: lengths now
+CELL_LBUILD = 6      # 3: lengths at the last neighbour rebuild
+CELL_RATE = 9        # 3: strain rates dL/(L dt) used in the last drift
+CELL_INTEGRAL = 12   # 3: integral term of the stress servo (a strain rate)
+N_CELL = 15
+
+# ctl
+CTL_DT = 0
+CTL_G = 1            # 3: gravity
+CTL_LOCAL_DAMP = 4   # Cundall's local non-viscous damping coefficient (0..1)
+CTL_VISC = 5         # viscous normal damping coefficient alpha (from the restitution coefficient)
+CTL_SKIN = 6
+CTL_DIVERGE_OVERLAP = 7   # an overlap above this fraction of the smaller radius means divergence
+CTL_TARGET = 8       # 3: servo target stress per axis (Pa, compression positive)
+CTL_GAIN = 11        # 3: servo gain (1/s per relative stress error)
+CTL_MAXRATE = 14     # 3: servo strain rate limit (1/s)
+CTL_RATE = 17        # 3: prescribed strain rates of strain-controlled axes
+CTL_RMAX = 20        # largest radius
+CTL_INTEGRAL = 21    # 3: servo integral gain per step (fraction of the proportional gain)
+N_CTL = 24
+
+# ictl
+ICTL_LAW = 0
+ICTL_N = 1
+ICTL_NWALLS = 2
+ICTL_PERIODIC = 3    # 3 flags
+ICTL_MODE = 6        # 3: 0 = strain rate prescribed, 1 = stress servo (periodic axes only)
+ICTL_NPAIRS = 9
+ICTL_NREBUILDS = 10
+ICTL_STEP = 11       # steps done since the start of the simulation
+ICTL_NWCAND = 12     # number of (particle, wall) rows near enough to be checked until the next rebuild
+ICTL_ENERGY = 13     # 1: count tangential work and frictional dissipation per contact (laws.contact_step)
+N_ICTL = 14
+
+# acc
+ACC_STRESS = 0       # 9: sum over contacts of f (x) l at the last step (row-major), / V = stress
+ACC_DISS_RELEASED = 9   # frictional dissipation carried by contacts that left the neighbour list
+ACC_VISC_WORK = 10   # energy removed by viscous normal damping
+ACC_LOCAL_WORK = 11  # energy removed by local damping
+ACC_BOUNDARY_WORK = 12   # work done on the particles by the deforming cell and the moving walls
+ACC_WALL = 13        # 3 * n_walls: total force exerted by the particles on each wall
+N_ACC0 = 13
+
+# out
+OUT_STATUS = 0
+OUT_STEPS = 1
+OUT_PARTICLE = 2
+OUT_CI = 3
+OUT_CJ = 4
+N_OUT = 5
+
+STATUS_DONE = 0
+STATUS_STORE_LOW = 1
+STATUS_PAIRS_FULL = 2
+STATUS_DIVERGED = 3
+
+
+@njit
+def _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell):
+    """Wrap periodic coordinates into the box and size the cell grid (ncell, 3 ints)."""
+    for k in range(3):
+        lo = cell[CELL_LO + k]
+        L = cell[CELL_L + k]
+        if ictl[ICTL_PERIODIC + k] != 0:
+            for i in range(n):
+                x = pos[i, k]
+                if x < lo or x >= lo + L:
+                    x -= L * math.floor((x - lo) / L)
+                    if x >= lo + L:
+                        x -= L
+                    pos[i, k] = x
+        m = int(L / cutoff)
+        if m < 1:
+            m = 1
+        if m > 1024:
+            m = 1024
+        ncell[k] = m
+
+
+@njit
+def _cell_index(x, lo, L, m):
+    c = int((x - lo) / L * m)
+    if c < 0:
+        return 0
+    if c >= m:
+        return m - 1
+    return c
+
+
+@njit
+def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
+                qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc, walls, wcand, wfs, wist):
+    """Rebuild the half neighbour list, carrying contact state over; returns the new pair count.
+
+    Returns -1 (state untouched) when the pair arrays are too small; the caller grows them.
+    Pairs that leave the list release any history they still hold, and hand their frictional
+    dissipation to acc[ACC_DISS_RELEASED].
+    """
+    n = ictl[ICTL_N]
+    cap = pi.shape[0]
+    skin = ctl[CTL_SKIN]
+    cutoff = 2.0 * ctl[CTL_RMAX] + skin
+    ncell = np.empty(3, dtype=np.int64)
+    _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell)
+    mx = ncell[0]
+    my = ncell[1]
+    mz = ncell[2]
+    ncells = mx * my * mz
+    cid = np.empty(n, dtype=np.int64)
+    count = np.zeros(ncells + 1, dtype=np.int64)
+    for i in range(n):
+        c = (_cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
+             + _cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
+            + _cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+        cid[i] = c
+        count[c + 1] += 1
+    for c in range(ncells):
+        count[c + 1] += count[c]
+    fill = count[:ncells].copy()
+    members = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        c = cid[i]
+        members[fill[c]] = i
+        fill[c] += 1
+    Lx = cell[CELL_L]
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    perx = ictl[ICTL_PERIODIC] != 0
+    pery = ictl[ICTL_PERIODIC + 1] != 0
+    perz = ictl[ICTL_PERIODIC + 2] != 0
+    # stencils: with fewer than 3 cells along a periodic axis the wrapped offsets would repeat
+    lox = -1 if (mx >= 3 or not perx) else 0
+    hix = 1 if (mx >= 2 or not perx) else 0
+    loy = -1 if (my >= 3 or not pery) else 0
+    hiy = 1 if (my >= 2 or not pery) else 0
+    loz = -1 if (mz >= 3 or not perz) else 0
+    hiz = 1 if (mz >= 2 or not perz) else 0
+    npairs_old = ictl[ICTL_NPAIRS]
+    carried = np.zeros(npairs_old, dtype=np.bool_)
+    newstart = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        newstart[i] = k
+        ci = cid[i]
+        cx = ci // (my * mz)
+        cy = (ci // mz) % my
+        cz = ci % mz
+        xi = pos[i, 0]
+        yi = pos[i, 1]
+        zi = pos[i, 2]
+        ri = radius[i]
+        o0 = pstart[i]
+        o1 = pstart[i + 1]
+        for ox in range(lox, hix + 1):
+            nx_ = cx + ox
+            if perx:
+                nx_ %= mx
+            elif nx_ < 0 or nx_ >= mx:
+                continue
+            for oy in range(loy, hiy + 1):
+                ny_ = cy + oy
+                if pery:
+                    ny_ %= my
+                elif ny_ < 0 or ny_ >= my:
+                    continue
+                for oz in range(loz, hiz + 1):
+                    nz_ = cz + oz
+                    if perz:
+                        nz_ %= mz
+                    elif nz_ < 0 or nz_ >= mz:
+                        continue
+                    c = (nx_ * my + ny_) * mz + nz_
+                    for m in range(count[c], count[c + 1]):
+                        j = members[m]
+                        if j <= i:
+                            continue
+                        dx = pos[j, 0] - xi
+                        dy = pos[j, 1] - yi
+                        dz = pos[j, 2] - zi
+                        if perx:
+                            dx -= Lx * math.floor(dx / Lx + 0.5)
+                        if pery:
+                            dy -= Ly * math.floor(dy / Ly + 0.5)
+                        if perz:
+                            dz -= Lz * math.floor(dz / Lz + 0.5)
+                        rc = ri + radius[j] + skin
+                        if dx * dx + dy * dy + dz * dz >= rc * rc:
+                            continue
+                        if k >= cap:
+                            return -1
+                        qi[k] = i
+                        qj[k] = j
+                        found = -1
+                        for o in range(o0, o1):
+                            if pj[o] == j:
+                                found = o
+                                break
+                        if found >= 0:
+                            carried[found] = True
+                            for f in range(S.N_FSTATE):
+                                qfs[k, f] = pfs[found, f]
+                            for f in range(S.N_ISTATE):
+                                qist[k, f] = pist[found, f]
+                            for f in range(4):
+                                qcq[k, f] = pcq[found, f]
+                        else:
+                            for f in range(S.N_FSTATE):
+                                qfs[k, f] = 0.0
+                            qist[k, S.I_HEAD] = -1
+                            for f in range(1, S.N_ISTATE):
+                                qist[k, f] = 0
+                            qcq[k, 0] = 1.0
+                            qcq[k, 1] = 0.0
+                            qcq[k, 2] = 0.0
+                            qcq[k, 3] = 0.0
+                        k += 1
+    newstart[n] = k
+    for o in range(npairs_old):
+        if not carried[o]:
+            if pist[o, S.I_HEAD] >= 0:
+                release(pts, nxt, meta, pist[o, S.I_HEAD])
+            acc[ACC_DISS_RELEASED] += pfs[o, S.F_DISS]
+    for c in range(k):
+        pi[c] = qi[c]
+        pj[c] = qj[c]
+        for f in range(S.N_FSTATE):
+            pfs[c, f] = qfs[c, f]
+        for f in range(S.N_ISTATE):
+            pist[c, f] = qist[c, f]
+        for f in range(4):
+            pcq[c, f] = qcq[c, f]
+    for i in range(n + 1):
+        pstart[i] = newstart[i]
+    for i in range(n):
+        for d in range(3):
+            pos_build[i, d] = pos[i, d]
+    for d in range(3):
+        cell[CELL_LBUILD + d] = cell[CELL_L + d]
+    # walls: rows near enough to touch before the next rebuild; rows that drop out are released
+    nw = ictl[ICTL_NWALLS]
+    nc = 0
+    for i in range(n):
+        for w in range(nw):
+            row = i * nw + w
+            h = ((pos[i, 0] - walls[w, 0]) * walls[w, 3] + (pos[i, 1] - walls[w, 1]) * walls[w, 4]
+                 + (pos[i, 2] - walls[w, 2]) * walls[w, 5])
+            if h < radius[i] + skin:
+                wcand[nc] = row
+                nc += 1
+            elif wfs[row, S.F_DELTA] > 0.0 or wist[row, S.I_HEAD] >= 0:
+                acc[ACC_DISS_RELEASED] += wfs[row, S.F_DISS]
+                separate(wfs, wist, row, pts, nxt, meta)
+                wfs[row, S.F_DISS] = 0.0
+    for w in range(nw):
+        for d in range(3):
+            walls[w, 9 + d] = walls[w, d]
+    ictl[ICTL_NWCAND] = nc
+    ictl[ICTL_NPAIRS] = k
+    ictl[ICTL_NREBUILDS] += 1
+    return k
+
+
+@njit(_nrt=False)
+def law_step(law, energy, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
+    """One contact movement. With `energy` through laws.contact_step, which also integrates the
+    tangential work and frictional dissipation (F_WORK, F_DISS); without, straight to the law,
+    which skips that bookkeeping (mindlin measured 37 ns per call against 450 ns)."""
+    if energy or not (delta > 0.0):
+        contact_step(law, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+    elif law == JAEGER:
+        jaeger.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+    elif law == MINDLIN:
+        mindlin.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+    elif law == MD_INCREMENTAL:
+        md_incremental.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+    else:
+        linear.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+
+
+@njit
+def _pair_prm(prm, ri, rj):
+    rstar = ri * rj / (ri + rj)
+    prm[S.P_RSTAR] = rstar
+    prm[S.P_CN] = 4.0 / 3.0 * prm[S.P_ESTAR] * math.sqrt(rstar)
+
+
+@njit
+def _wall_prm(prm, ri):
+    prm[S.P_RSTAR] = ri
+    prm[S.P_CN] = 4.0 / 3.0 * prm[S.P_ESTAR] * math.sqrt(ri)
+
+
+@njit(_nrt=False)
+def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cell, ctl, ictl,
+                pi, pj, pfs, pist, pcq, pts, nxt, meta, acc, out):
+    """Contact forces of all pairs of the half list; returns False if a contact diverged."""
+    law = ictl[ICTL_LAW]
+    energy = ictl[ICTL_ENERGY] != 0
+    dt = ctl[CTL_DT]
+    visc = ctl[CTL_VISC]
+    limit = ctl[CTL_DIVERGE_OVERLAP]
+    Lx = cell[CELL_L]
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    ex = cell[CELL_RATE]
+    ey = cell[CELL_RATE + 1]
+    ez = cell[CELL_RATE + 2]
+    perx = ictl[ICTL_PERIODIC] != 0
+    pery = ictl[ICTL_PERIODIC + 1] != 0
+    perz = ictl[ICTL_PERIODIC + 2] != 0
+    # local sums: the arrays may alias as far as the compiler knows, so sums kept in acc[] would
+    # be loaded and stored for every contact
+    s00 = 0.0
+    s01 = 0.0
+    s02 = 0.0
+    s10 = 0.0
+    s11 = 0.0
+    s12 = 0.0
+    s20 = 0.0
+    s21 = 0.0
+    s22 = 0.0
+    visc_work = 0.0
+    for c in range(ictl[ICTL_NPAIRS]):
+        i = pi[c]
+        j = pj[c]
+        dx = pos[j, 0] - pos[i, 0]
+        dy = pos[j, 1] - pos[i, 1]
+        dz = pos[j, 2] - pos[i, 2]
+        if perx:
+            dx -= Lx * math.floor(dx / Lx + 0.5)
+        if pery:
+            dy -= Ly * math.floor(dy / Ly + 0.5)
+        if perz:
+            dz -= Lz * math.floor(dz / Lz + 0.5)
+        ri = radius[i]
+        rj = radius[j]
+        rs = ri + rj
+        d2 = dx * dx + dy * dy + dz * dz
+        was = pfs[c, S.F_DELTA] > 0.0
+        if d2 >= rs * rs:
+            if was or pist[c, S.I_HEAD] >= 0:
+                if energy:
+                    contact_step(law, prm, pfs, pist, c, rs - math.sqrt(d2), 0.0, 0.0, pts, nxt, meta)
+                else:
+                    separate(pfs, pist, c, pts, nxt, meta)
+            continue
+        dist = math.sqrt(d2)
+        delta = rs - dist
+        if not (delta < limit * min(ri, rj)):
+            out[OUT_CI] = i
+            out[OUT_CJ] = j
+            return False
+        inv = 1.0 / dist
+        nx = dx * inv
+        ny = dy * inv
+        nz = dz * inv
+        vx, vy, vz = contact_point_velocity(vel[i, 0], vel[i, 1], vel[i, 2], omega[i, 0], omega[i, 1], omega[i, 2],
+                                            vel[j, 0], vel[j, 1], vel[j, 2], omega[j, 0], omega[j, 1], omega[j, 2],
+                                            nx, ny, nz, ri, rj, delta)
+        # the homogeneous flow of the cell moves j relative to i by rate (x) branch
+        vx += ex * dx
+        vy += ey * dy
+        vz += ez * dz
+        vn = vx * nx + vy * ny + vz * nz
+        if was:
+            frame_update(pcq, c, nx, ny, nz,
+                         0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
+                         0.5 * (omega[i, 2] + omega[j, 2]), dt)
+            tx = (vx - vn * nx) * dt
+            ty = (vy - vn * ny) * dt
+            tz = (vz - vn * nz) * dt
+            dsx, dsy, _ = to_frame(pcq, c, tx, ty, tz)
+        else:
+            # first touch: the shift counts from the touching point, which lies within this step
+            frame_init(pcq, c, nx, ny, nz)
+            dsx = 0.0
+            dsy = 0.0
+        _pair_prm(prm, ri, rj)
+        law_step(law, energy, prm, pfs, pist, c, delta, dsx, dsy, pts, nxt, meta)
+        fn = pfs[c, S.F_N]
+        if visc > 0.0:
+            mstar = mass[i] * mass[j] / (mass[i] + mass[j])
+            fd = -visc * math.sqrt(mstar * prm[S.P_CN]) * math.sqrt(math.sqrt(delta)) * vn
+            fn += fd
+            visc_work -= fd * vn * dt
+        Tx, Ty, Tz = from_frame(pcq, c, pfs[c, S.F_TX], pfs[c, S.F_TY], 0.0)
+        # force on j (on i: the opposite)
+        fx = fn * nx - Tx
+        fy = fn * ny - Ty
+        fz = fn * nz - Tz
+        force[j, 0] += fx
+        force[j, 1] += fy
+        force[j, 2] += fz
+        force[i, 0] -= fx
+        force[i, 1] -= fy
+        force[i, 2] -= fz
+        # n x f; torque on i is -(r_i - delta/2) n x f, on j -(r_j - delta/2) n x f
+        cx = ny * fz - nz * fy
+        cy = nz * fx - nx * fz
+        cz = nx * fy - ny * fx
+        li = ri - 0.5 * delta
+        lj = rj - 0.5 * delta
+        torque[i, 0] -= li * cx
+        torque[i, 1] -= li * cy
+        torque[i, 2] -= li * cz
+        torque[j, 0] -= lj * cx
+        torque[j, 1] -= lj * cy
+        torque[j, 2] -= lj * cz
+        s00 += fx * dx
+        s01 += fx * dy
+        s02 += fx * dz
+        s10 += fy * dx
+        s11 += fy * dy
+        s12 += fy * dz
+        s20 += fz * dx
+        s21 += fz * dy
+        s22 += fz * dz
+    acc[ACC_STRESS + 0] = s00
+    acc[ACC_STRESS + 1] = s01
+    acc[ACC_STRESS + 2] = s02
+    acc[ACC_STRESS + 3] = s10
+    acc[ACC_STRESS + 4] = s11
+    acc[ACC_STRESS + 5] = s12
+    acc[ACC_STRESS + 6] = s20
+    acc[ACC_STRESS + 7] = s21
+    acc[ACC_STRESS + 8] = s22
+    acc[ACC_VISC_WORK] += visc_work
+    return True
+
+
+@njit(_nrt=False)
+def wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, walls, wcand,
+                wfs, wist, wcq, pts, nxt, meta, acc, out):
+    """Contacts of every particle with every rigid plane wall; returns False on divergence.
+
+    walls rows: point (3), inward unit normal m (3), velocity (3), ... The contact normal points from
+    the particle to the wall (n = -m) and the force acts on the wall's plane, at h = r - delta
+    from the centre (the sphere takes the whole deformation against a rigid plane).
+    """
+    law = ictl[ICTL_LAW]
+    energy = ictl[ICTL_ENERGY] != 0
+    dt = ctl[CTL_DT]
+    visc = ctl[CTL_VISC]
+    limit = ctl[CTL_DIVERGE_OVERLAP]
+    nw = ictl[ICTL_NWALLS]
+    n = ictl[ICTL_N]
+    for w in range(nw):
+        acc[ACC_WALL + 3 * w] = 0.0
+        acc[ACC_WALL + 3 * w + 1] = 0.0
+        acc[ACC_WALL + 3 * w + 2] = 0.0
+    for q in range(ictl[ICTL_NWCAND]):
+        c = wcand[q]
+        i = c // nw
+        w = c - i * nw
+        ri = radius[i]
+        nx = -walls[w, 3]
+        ny = -walls[w, 4]
+        nz = -walls[w, 5]
+        h = -((pos[i, 0] - walls[w, 0]) * nx + (pos[i, 1] - walls[w, 1]) * ny + (pos[i, 2] - walls[w, 2]) * nz)
+        delta = ri - h
+        was = wfs[c, S.F_DELTA] > 0.0
+        if delta <= 0.0:
+            if was or wist[c, S.I_HEAD] >= 0:
+                if energy:
+                    contact_step(law, prm, wfs, wist, c, delta, 0.0, 0.0, pts, nxt, meta)
+                else:
+                    separate(wfs, wist, c, pts, nxt, meta)
+            continue
+        if not (delta < limit * ri):
+            out[OUT_CI] = i
+            out[OUT_CJ] = -1 - w
+            return False
+        # velocity of the wall's contact point relative to the particle's (lever h along n)
+        ax = h * (omega[i, 1] * nz - omega[i, 2] * ny)
+        ay = h * (omega[i, 2] * nx - omega[i, 0] * nz)
+        az = h * (omega[i, 0] * ny - omega[i, 1] * nx)
+        vx = walls[w, 6] - vel[i, 0] - ax
+        vy = walls[w, 7] - vel[i, 1] - ay
+        vz = walls[w, 8] - vel[i, 2] - az
+        vn = vx * nx + vy * ny + vz * nz
+        if was:
+            frame_update(wcq, c, nx, ny, nz, 0.5 * omega[i, 0], 0.5 * omega[i, 1], 0.5 * omega[i, 2], dt)
+            dsx, dsy, _ = to_frame(wcq, c, (vx - vn * nx) * dt, (vy - vn * ny) * dt, (vz - vn * nz) * dt)
+        else:
+            frame_init(wcq, c, nx, ny, nz)
+            dsx = 0.0
+            dsy = 0.0
+        _wall_prm(prm, ri)
+        law_step(law, energy, prm, wfs, wist, c, delta, dsx, dsy, pts, nxt, meta)
+        fn = wfs[c, S.F_N]
+        if visc > 0.0:
+            fd = -visc * math.sqrt(mass[i] * prm[S.P_CN]) * math.sqrt(math.sqrt(delta)) * vn
+            fn += fd
+            acc[ACC_VISC_WORK] -= fd * vn * dt
+        Tx, Ty, Tz = from_frame(wcq, c, wfs[c, S.F_TX], wfs[c, S.F_TY], 0.0)
+        fx = fn * nx - Tx
+        fy = fn * ny - Ty
+        fz = fn * nz - Tz
+        force[i, 0] -= fx
+        force[i, 1] -= fy
+        force[i, 2] -= fz
+        torque[i, 0] -= h * (ny * fz - nz * fy)
+        torque[i, 1] -= h * (nz * fx - nx * fz)
+        torque[i, 2] -= h * (nx * fy - ny * fx)
+        acc[ACC_WALL + 3 * w] += fx
+        acc[ACC_WALL + 3 * w + 1] += fy
+        acc[ACC_WALL + 3 * w + 2] += fz
+        acc[ACC_STRESS + 0] += fx * h * nx
+        acc[ACC_STRESS + 1] += fx * h * ny
+        acc[ACC_STRESS + 2] += fx * h * nz
+        acc[ACC_STRESS + 3] += fy * h * nx
+        acc[ACC_STRESS + 4] += fy * h * ny
+        acc[ACC_STRESS + 5] += fy * h * nz
+        acc[ACC_STRESS + 6] += fz * h * nx
+        acc[ACC_STRESS + 7] += fz * h * ny
+        acc[ACC_STRESS + 8] += fz * h * nz
+    return True
+
+
+@njit(_nrt=False)
+def servo(cell, ctl, ictl, acc):
+    """Strain rates of the periodic cell for the next step: prescribed, or servo on stress.
+
+    Also counts the work the cell's deformation does on the assembly, -V sum_k sigma_kk rate_k dt
+    (compression positive: shrinking the cell does positive work), by the trapezoid rule.
+    """
+    vol = cell[CELL_L] * cell[CELL_L + 1] * cell[CELL_L + 2]
+    for k in range(3):
+        rate_before = cell[CELL_RATE + k]
+        if ictl[ICTL_PERIODIC + k] == 0:
+            cell[CELL_RATE + k] = 0.0
+        elif ictl[ICTL_MODE + k] == 1:
+            sigma = acc[ACC_STRESS + 4 * k] / vol
+            target = ctl[CTL_TARGET + k]
+            lim = ctl[CTL_MAXRATE + k]
+            # proportional-integral: the integral removes the steady error of a proportional
+            # servo that must follow a steady strain rate (dilatancy in a biaxial test)
+            p_term = ctl[CTL_GAIN + k] * (sigma - target) / target
+            integral = cell[CELL_INTEGRAL + k] + ctl[CTL_INTEGRAL + k] * p_term
+            if integral > lim:
+                integral = lim
+            elif integral < -lim:
+                integral = -lim
+            cell[CELL_INTEGRAL + k] = integral
+            rate = p_term + integral
+            if rate > lim:
+                rate = lim
+            elif rate < -lim:
+                rate = -lim
+            cell[CELL_RATE + k] = rate
+        else:
+            cell[CELL_RATE + k] = ctl[CTL_RATE + k]
+        # trapezoid rule: the stress now closes the last step and opens the next one
+        acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + 4 * k] * (rate_before + cell[CELL_RATE + k]) * ctl[CTL_DT]
+
+
+@njit(_nrt=False)
+def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
+                      pos_build, acc, out):
+    """Fused pass: damping, kick, drift (with the cell's flow), orientation, force reset, skin check.
+
+    Returns the largest squared displacement since the last rebuild, relative to the affine
+    image of the build position, or -1 if a particle's state is not finite.
+    """
+    n = ictl[ICTL_N]
+    dt = ctl[CTL_DT]
+    gx = ctl[CTL_G]
+    gy = ctl[CTL_G + 1]
+    gz = ctl[CTL_G + 2]
+    alpha = ctl[CTL_LOCAL_DAMP]
+    lo0 = cell[CELL_LO]
+    lo1 = cell[CELL_LO + 1]
+    lo2 = cell[CELL_LO + 2]
+    e0 = cell[CELL_RATE] * dt
+    e1 = cell[CELL_RATE + 1] * dt
+    e2 = cell[CELL_RATE + 2] * dt
+    # build positions mapped by the cell's stretch since the rebuild
+    s0 = cell[CELL_L] * (1.0 + e0) / cell[CELL_LBUILD]
+    s1 = cell[CELL_L + 1] * (1.0 + e1) / cell[CELL_LBUILD + 1]
+    s2 = cell[CELL_L + 2] * (1.0 + e2) / cell[CELL_LBUILD + 2]
+    maxd2 = 0.0
+    local_work = 0.0
+    for i in range(n):
+        m = mass[i]
+        fx = force[i, 0] + m * gx
+        fy = force[i, 1] + m * gy
+        fz = force[i, 2] + m * gz
+        tx = torque[i, 0]
+        ty = torque[i, 1]
+        tz = torque[i, 2]
+        if alpha > 0.0:
+            # Cundall's local damping opposes each component of the motion by a fraction of |F|
+            dfx = -alpha * abs(fx) * math.copysign(1.0, vel[i, 0]) if vel[i, 0] != 0.0 else 0.0
+            dfy = -alpha * abs(fy) * math.copysign(1.0, vel[i, 1]) if vel[i, 1] != 0.0 else 0.0
+            dfz = -alpha * abs(fz) * math.copysign(1.0, vel[i, 2]) if vel[i, 2] != 0.0 else 0.0
+            dtx = -alpha * abs(tx) * math.copysign(1.0, omega[i, 0]) if omega[i, 0] != 0.0 else 0.0
+            dty = -alpha * abs(ty) * math.copysign(1.0, omega[i, 1]) if omega[i, 1] != 0.0 else 0.0
+            dtz = -alpha * abs(tz) * math.copysign(1.0, omega[i, 2]) if omega[i, 2] != 0.0 else 0.0
+            local_work -= (dfx * vel[i, 0] + dfy * vel[i, 1] + dfz * vel[i, 2]
+                           + dtx * omega[i, 0] + dty * omega[i, 1] + dtz * omega[i, 2]) * dt
+            fx += dfx
+            fy += dfy
+            fz += dfz
+            tx += dtx
+            ty += dty
+            tz += dtz
+        im = dt / m
+        vx = vel[i, 0] + fx * im
+        vy = vel[i, 1] + fy * im
+        vz = vel[i, 2] + fz * im
+        ii = dt / inertia[i]
+        wx = omega[i, 0] + tx * ii
+        wy = omega[i, 1] + ty * ii
+        wz = omega[i, 2] + tz * ii
+        vel[i, 0] = vx
+        vel[i, 1] = vy
+        vel[i, 2] = vz
+        omega[i, 0] = wx
+        omega[i, 1] = wy
+        omega[i, 2] = wz
+        x = pos[i, 0] + vx * dt + (pos[i, 0] - lo0) * e0
+        y = pos[i, 1] + vy * dt + (pos[i, 1] - lo1) * e1
+        z = pos[i, 2] + vz * dt + (pos[i, 2] - lo2) * e2
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)
+                and math.isfinite(wx) and math.isfinite(wy) and math.isfinite(wz)):
+            out[OUT_PARTICLE] = i
+            return -1.0
+        pos[i, 0] = x
+        pos[i, 1] = y
+        pos[i, 2] = z
+        # orientation: q <- exp(omega dt / 2) q
+        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
+        if wn > 0.0:
+            h = 0.5 * wn * dt
+            h2 = h * h
+            if h2 < 1e-6:
+                # a step turns a grain by far less than a milliradian: Taylor terms to round-off
+                cw = 1.0 - 0.5 * h2 * (1.0 - h2 / 12.0)
+                sc = 0.5 * dt * (1.0 - h2 / 6.0 * (1.0 - h2 / 20.0))
+            else:
+                sc = math.sin(h) / wn
+                cw = math.cos(h)
+            qw = quat[i, 0]
+            qx = quat[i, 1]
+            qy = quat[i, 2]
+            qz = quat[i, 3]
+            aw = cw * qw - sc * (wx * qx + wy * qy + wz * qz)
+            ax = cw * qx + sc * (wx * qw + wy * qz - wz * qy)
+            ay = cw * qy + sc * (wy * qw + wz * qx - wx * qz)
+            az = cw * qz + sc * (wz * qw + wx * qy - wy * qx)
+            inv = 1.0 / math.sqrt(aw * aw + ax * ax + ay * ay + az * az)
+            quat[i, 0] = aw * inv
+            quat[i, 1] = ax * inv
+            quat[i, 2] = ay * inv
+            quat[i, 3] = az * inv
+        force[i, 0] = 0.0
+        force[i, 1] = 0.0
+        force[i, 2] = 0.0
+        torque[i, 0] = 0.0
+        torque[i, 1] = 0.0
+        torque[i, 2] = 0.0
+        ddx = x - (lo0 + (pos_build[i, 0] - lo0) * s0)
+        ddy = y - (lo1 + (pos_build[i, 1] - lo1) * s1)
+        ddz = z - (lo2 + (pos_build[i, 2] - lo2) * s2)
+        d2 = ddx * ddx + ddy * ddy + ddz * ddz
+        if d2 > maxd2:
+            maxd2 = d2
+    acc[ACC_LOCAL_WORK] += local_work
+    for k in range(3):
+        cell[CELL_L + k] *= 1.0 + cell[CELL_RATE + k] * dt
+    return maxd2
+
+
+@njit
+def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia,
+              prm_base, cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq,
+              qi, qj, qfs, qist, qcq, wfs, wist, wcq, pos_build, pts, nxt, meta, acc, out):
+    """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
+
+    A step: contact forces at the current positions from the movement of the last step, walls,
+    servo, then the fused particle pass; a neighbour rebuild when some particle moved (relative to
+    the cell's flow) by more than half the skin, counting the cell's own stretch.
+    """
+    out[OUT_STATUS] = STATUS_DONE
+    out[OUT_STEPS] = 0
+    out[OUT_PARTICLE] = -1
+    out[OUT_CI] = -1
+    out[OUT_CJ] = -1
+    prm = prm_base.copy()
+    skin = ctl[CTL_SKIN]
+    cutoff = 2.0 * ctl[CTL_RMAX] + skin
+    nw = ictl[ICTL_NWALLS]
+    for step in range(nsteps):
+        if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
+            out[OUT_STATUS] = STATUS_STORE_LOW
+            return
+        ok = pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cell, ctl, ictl,
+                         pi, pj, pfs, pist, pcq, pts, nxt, meta, acc, out)
+        if ok and nw > 0:
+            ok = wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, walls, wcand,
+                             wfs, wist, wcq, pts, nxt, meta, acc, out)
+        if not ok:
+            out[OUT_STATUS] = STATUS_DIVERGED
+            return
+        servo(cell, ctl, ictl, acc)
+        maxd2 = advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
+                                  pos_build, acc, out)
+        if maxd2 < 0.0:
+            out[OUT_STATUS] = STATUS_DIVERGED
+            return
+        wmove = 0.0
+        for w in range(nw):
+            for d in range(3):
+                # the wall pushes the particles with -F (F: the particles' force on it)
+                acc[ACC_BOUNDARY_WORK] -= acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * ctl[CTL_DT]
+                walls[w, d] += walls[w, 6 + d] * ctl[CTL_DT]
+            # how far the wall moved along its normal since the rebuild
+            m = abs((walls[w, 0] - walls[w, 9]) * walls[w, 3] + (walls[w, 1] - walls[w, 10]) * walls[w, 4]
+                    + (walls[w, 2] - walls[w, 11]) * walls[w, 5])
+            if m > wmove:
+                wmove = m
+        ictl[ICTL_STEP] += 1
+        out[OUT_STEPS] = step + 1
+        stretch = 0.0
+        for k in range(3):
+            s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
+            if s > stretch:
+                stretch = s
+        if 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
+            if build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
+                           qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc, walls, wcand, wfs, wist) < 0:
+                out[OUT_STATUS] = STATUS_PAIRS_FULL
+                return
+
+
+@njit
+def reload_contacts(law, prm_base, fs, ist, nrows, radius, ci, cj, pts, nxt, meta):
+    """Give rows 0..nrows-1 the state of law `law` carrying their current (delta, N, T).
+
+    Each active row is reset to the unloaded origin and driven in one step to its overlap with the
+    shift of proportional loading, s = (T/N) kappa delta, which is Mindlin-Deresiewicz's no-slip
+    path to that force ratio (exact for the history laws; the incremental laws land near it).
+    cj[c] < 0 marks a wall contact (R* = r_i). Used when a prepared packing changes law.
+    """
+    prm = prm_base.copy()
+    kappa = prm[S.P_KAPPA]
+    for c in range(nrows):
+        delta = fs[c, S.F_DELTA]
+        if not (delta > 0.0):
+            continue
+        N = fs[c, S.F_N]
+        tx = fs[c, S.F_TX]
+        ty = fs[c, S.F_TY]
+        contact_step(law, prm, fs, ist, c, 0.0, 0.0, 0.0, pts, nxt, meta)
+        ri = radius[ci[c]]
+        if cj[c] >= 0:
+            _pair_prm(prm, ri, radius[cj[c]])
+        else:
+            _wall_prm(prm, ri)
+        sx = 0.0
+        sy = 0.0
+        if N > 0.0:
+            sx = tx / N * kappa * delta
+            sy = ty / N * kappa * delta
+        contact_step(law, prm, fs, ist, c, delta, sx, sy, pts, nxt, meta)
+
+
+@njit
+def tangential_energy_sum(law, prm_base, fs, ist, nrows, radius, ci, cj, pts, nxt):
+    """Stored tangential energy of rows 0..nrows-1 (laws.tangential_energy with each pair's R*)."""
+    prm = prm_base.copy()
+    total = 0.0
+    for c in range(nrows):
+        if not (fs[c, S.F_DELTA] > 0.0):
+            continue
+        if cj[c] >= 0:
+            _pair_prm(prm, radius[ci[c]], radius[cj[c]])
+        else:
+            _wall_prm(prm, radius[ci[c]])
+        total += tangential_energy(law, prm, fs, ist, c, pts, nxt)
+    return total

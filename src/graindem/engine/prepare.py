@@ -1,0 +1,113 @@
+"""Assembly preparation: a dense random packing of spheres by isotropic compression.
+
+A loose random gas (random sequential addition) in a periodic cube is compressed by the stress
+servo of the periodic cell on all three axes to the target pressure, with friction lowered during
+compression (the standard way to reach a dense state; mu_prep = 0 gives the densest) and Cundall's
+local damping to drain the kinetic energy. When the pressure holds at the target and the assembly
+is at rest, friction is raised to its final value. The result is a `Simulation` ready to use and
+to save (`checkpoint.save`).
+"""
+
+import math
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .simulation import Simulation
+
+
+def random_gas(n, radii, box, rng):
+    """Non-overlapping random positions for spheres of the given radii in a periodic box."""
+    radii = np.asarray(radii, dtype=np.float64)
+    box = np.asarray(box, dtype=np.float64)
+    order = np.argsort(-radii)  # big ones first: they are the hardest to place
+    pos = np.zeros((n, 3))
+    placed = []
+    rmax = float(radii.max())
+    tree_pts = np.zeros((0, 3))
+    tree = None
+    for i in order:
+        for attempt in range(100000):
+            x = rng.uniform(0.0, 1.0, 3) * box
+            ok = True
+            if tree is not None:
+                for j in tree.query_ball_point(x, radii[i] + rmax):
+                    d = tree_pts[j] - x
+                    d -= box * np.floor(d / box + 0.5)
+                    if np.sqrt(d @ d) < radii[i] + radii[placed[j]]:
+                        ok = False
+                        break
+            if ok:
+                break
+        else:
+            raise ValueError(f"could not place {n} spheres without overlap: lower the solid fraction")
+        pos[i] = x
+        placed.append(i)
+        tree_pts = pos[placed]
+        tree = cKDTree(tree_pts, boxsize=box)
+    return pos
+
+
+def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mindlin", E=70e9, nu=0.25,
+                    density=2650.0, mu=0.5, mu_prep=0.1, xi=0.0, seed=0, solid_fraction0=0.3,
+                    strain_per_step=2e-5, local_damping=0.7, max_steps=200000, tolerance=0.005,
+                    dt_fraction=0.25, check_every=500, unbalanced=1e-3, callback=None, verbose=False,
+                    dt=None, allow_unstable_dt=False, restitution=None):
+    """A dense isotropically compressed periodic packing at `pressure` (Pa); returns a Simulation.
+
+    radius: mean radius (m); radius_spread: radii uniform in radius*(1 +- spread).
+    strain_per_step: the servo's largest strain increment per step (quasi-static control).
+    Stops when the pressure is within `tolerance` of the target and the unbalanced force ratio
+    (measure()) is below `unbalanced` at two successive checks, or raises RuntimeError after max_steps.
+    """
+    n = int(n)
+    if n < 8:
+        raise ValueError(f"n must be >= 8, got {n}")
+    if not (radius > 0.0 and math.isfinite(radius)):
+        raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+    if not (0.0 <= radius_spread < 1.0):
+        raise ValueError(f"radius_spread must lie in [0, 1), got {radius_spread!r}")
+    if not (pressure > 0.0 and math.isfinite(pressure)):
+        raise ValueError(f"pressure must be a finite number > 0, got {pressure!r}")
+    if not (0.0 < solid_fraction0 < 0.5):
+        raise ValueError(f"solid_fraction0 must lie in (0, 0.5), got {solid_fraction0!r}")
+    rng = np.random.default_rng(seed)
+    r = radius * (1.0 + radius_spread * rng.uniform(-1.0, 1.0, n))
+    vs = float(np.sum(4.0 / 3.0 * math.pi * r ** 3))
+    L = (vs / solid_fraction0) ** (1.0 / 3.0)
+    pos = random_gas(n, r, np.full(3, L), rng)
+    # time step at the overlap of a contact carrying ~ 20 p d^2 (a generous bound on the
+    # largest contact force of a packing at pressure p)
+    from ..contact.hertz import contact_params
+    prm = contact_params(r.min(), r.min(), E, nu, mu, xi)
+    fmax = 20.0 * pressure * (2.0 * r.max()) ** 2
+    overlap = (fmax / prm[0]) ** (2.0 / 3.0)
+    sim = Simulation(law=law, E=E, nu=nu, mu=mu_prep, density=density, xi=xi, local_damping=local_damping,
+                     dt_fraction=dt_fraction, reference_overlap=overlap, verbose=verbose, dt=dt,
+                     allow_unstable_dt=allow_unstable_dt, restitution=restitution)
+    sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
+    sim.add_particles(pos, r)
+    sim.setup()
+    max_rate = strain_per_step / sim.dt
+    for k in range(3):
+        sim.control_axis(k, stress=pressure, gain=max_rate, max_rate=max_rate)
+    good = 0
+    while sim.step_count < max_steps:
+        sim.run(check_every)
+        m = sim.measure()
+        if callback is not None:
+            callback(sim, m)
+        calm = m["unbalanced_force_ratio"] < unbalanced
+        if abs(m["pressure"] / pressure - 1.0) < tolerance and calm:
+            good += 1
+            if good >= 2:
+                break
+        else:
+            good = 0
+    else:
+        raise RuntimeError(f"the packing did not settle at {pressure} Pa within {max_steps} steps "
+                           f"(pressure {m['pressure']:.4g} Pa, unbalanced force ratio {m['unbalanced_force_ratio']:.3g})")
+    sim.set_friction(mu)
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    return sim

@@ -1,0 +1,709 @@
+"""`Simulation`: the Python face of the sphere engine (build, add particles, choose a law, run, read).
+
+    sim = Simulation(law="mindlin", E=70e9, nu=0.25, mu=0.5, density=2500.0)
+    sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
+    sim.add_particles(positions, radii)
+    sim.run(1000)
+    sim.measure()            # stress, void ratio, coordination, energies, history lengths ...
+
+Units SI. Stress is compression-positive. One material per simulation (particles and walls); the
+pair-dependent Hertz quantities are evaluated per contact from the two radii (see kernels.py).
+All state lives in numpy arrays (`state_dict()`), which is what checkpoints hold; output reads
+copies and never changes state.
+"""
+
+import math
+
+import numpy as np
+
+from ..contact import state as S
+from ..contact.hertz import check_material, contact_params
+from ..contact.laws import law_id, TANGENTIAL_LAWS
+from ..contact.store import HistoryStore, BYTES_PER_POINT
+from . import kernels as K
+from .damping import damping_coefficient
+
+SCHEMA_VERSION = 1
+
+
+class Diverged(RuntimeError):
+    """The run went unstable; `particles` and `contacts` name where (see the message)."""
+
+    def __init__(self, message, particles=(), contacts=(), checkpoint=None):
+        super().__init__(message)
+        self.particles = list(particles)
+        self.contacts = list(contacts)
+        self.checkpoint = checkpoint
+
+
+def _vec3(name, v):
+    a = np.asarray(v, dtype=np.float64).reshape(-1)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be 3 finite numbers, got {v!r}")
+    return a
+
+
+def _pos_finite(name, value, allow_zero=False):
+    value = float(value)
+    if not math.isfinite(value) or value < 0.0 or (value == 0.0 and not allow_zero):
+        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
+    return value
+
+
+class Simulation:
+    """A DEM simulation of spheres of one material.
+
+    law: one of TANGENTIAL_LAWS. E (Pa), nu, mu, density (kg/m^3), xi (Jaeger approximation),
+    kt_linear (linear law's tangential stiffness, N/m; 0 = Mindlin's k_t).
+    restitution: None (no viscous damping) or e in (0, 1]: viscous normal damping for dynamic runs.
+    local_damping: Cundall's non-viscous damping fraction in [0, 1) for quasi-static runs.
+    dt: time step (s); None = dt_fraction * dt_crit. A dt above dt_crit raises unless
+    allow_unstable_dt. reference_overlap: overlap (m) at which dt_crit is evaluated when it exceeds
+    the largest current overlap (default 1 % of the smallest radius).
+    skin: Verlet skin (m), default 0.1 * largest diameter. max_initial_overlap: largest allowed
+    overlap at start as a fraction of the smaller radius. diverge_overlap: an overlap above this
+    fraction of the smaller radius during a run means the run diverged. energy_accounting: count
+    each contact's tangential work and frictional dissipation (laws.contact_step; slower, and
+    the only way measure()'s frictional_dissipation is filled).
+    """
+
+    def __init__(self, law="mindlin", E=70e9, nu=0.25, mu=0.5, density=2500.0, xi=0.0, kt_linear=0.0,
+                 restitution=None, local_damping=0.0, gravity=(0.0, 0.0, 0.0), dt=None, dt_fraction=0.2,
+                 allow_unstable_dt=False, reference_overlap=None, skin=None, max_initial_overlap=0.05,
+                 diverge_overlap=0.5, energy_accounting=False, verbose=False):
+        self.law_name = str(law)
+        self.law = law_id(law)
+        self.E, self.nu, self.mu, self.xi = check_material(E, nu, mu, xi)
+        self.kt_linear = float(kt_linear)
+        self.prm = contact_params(1.0, 1.0, self.E, self.nu, self.mu, self.xi, self.kt_linear)
+        self.density = _pos_finite("density", density)
+        if restitution is None:
+            self.restitution = None
+            self.visc = 0.0
+        else:
+            self.restitution = float(restitution)
+            self.visc = damping_coefficient(self.restitution)
+        local_damping = float(local_damping)
+        if not (0.0 <= local_damping < 1.0):
+            raise ValueError(f"local_damping must lie in [0, 1), got {local_damping!r}")
+        self.local_damping = local_damping
+        self.gravity = _vec3("gravity", gravity)
+        if dt is not None:
+            dt = _pos_finite("dt", dt)
+        self.dt_requested = dt
+        dt_fraction = float(dt_fraction)
+        if not (0.0 < dt_fraction <= 1.0):
+            raise ValueError(f"dt_fraction must lie in (0, 1], got {dt_fraction!r}")
+        self.dt_fraction = dt_fraction
+        self.allow_unstable_dt = bool(allow_unstable_dt)
+        self.reference_overlap = None if reference_overlap is None else _pos_finite("reference_overlap", reference_overlap)
+        self.skin = None if skin is None else _pos_finite("skin", skin)
+        self.max_initial_overlap = _pos_finite("max_initial_overlap", max_initial_overlap, allow_zero=True)
+        d = float(diverge_overlap)
+        if not (0.0 < d <= 1.0):
+            raise ValueError(f"diverge_overlap must lie in (0, 1], got {diverge_overlap!r}")
+        self.diverge_overlap = d
+        self.verbose = verbose
+        self.energy_accounting = bool(energy_accounting)
+        self._positions = []
+        self._radii = []
+        self._vel = []
+        self._omega = []
+        self.box_lo = np.zeros(3)
+        self.box_hi = np.ones(3)
+        self.periodic = np.zeros(3, dtype=bool)
+        self._box_set = False
+        self._walls = []
+        self.mode = np.zeros(3, dtype=np.int64)
+        self.rate = np.zeros(3)
+        self.target = np.ones(3)
+        self.gain = np.zeros(3)
+        self.maxrate = np.zeros(3)
+        self.integral = np.zeros(3)
+        self.ready = False
+        self.timing = {"run_s": 0.0, "steps": 0}
+
+    # ---------------------------------------------------------------- building
+    def set_box(self, lo, hi, periodic=(False, False, False)):
+        """The domain: a box lo..hi; periodic axes wrap (and may deform, see control_axis)."""
+        self._check_not_ready()
+        lo = _vec3("lo", lo)
+        hi = _vec3("hi", hi)
+        if np.any(hi <= lo):
+            raise ValueError(f"box hi must exceed lo on every axis, got lo={lo}, hi={hi}")
+        self.box_lo, self.box_hi = lo, hi
+        self.periodic = np.array([bool(p) for p in periodic], dtype=bool)
+        if self.periodic.shape != (3,):
+            raise ValueError("periodic must be three booleans")
+        self._box_set = True
+
+    def add_wall(self, point, normal, velocity=(0.0, 0.0, 0.0)):
+        """A rigid plane through `point` whose unit `normal` points into the domain; returns its index."""
+        self._check_not_ready()
+        p = _vec3("point", point)
+        n = _vec3("normal", normal)
+        ln = np.linalg.norm(n)
+        if ln == 0.0:
+            raise ValueError("normal must be a nonzero vector")
+        self._walls.append(np.concatenate([p, n / ln, _vec3("velocity", velocity), p]))
+        return len(self._walls) - 1
+
+    def add_particles(self, positions, radii, velocities=None, angular_velocities=None):
+        """Add spheres (positions (n, 3) m, radii (n,) m > 0)."""
+        self._check_not_ready()
+        pos = np.asarray(positions, dtype=np.float64)
+        if pos.ndim != 2 or pos.shape[1] != 3:
+            raise ValueError(f"positions must have shape (n, 3), got {pos.shape}")
+        r = np.broadcast_to(np.asarray(radii, dtype=np.float64), (pos.shape[0],)).copy()
+        if not np.all(np.isfinite(pos)):
+            raise ValueError("positions must be finite")
+        if not np.all(np.isfinite(r)) or np.any(r <= 0.0):
+            bad = np.flatnonzero(~(np.isfinite(r) & (r > 0.0)))
+            raise ValueError(f"radii must be finite and > 0; particle(s) {bad[:10].tolist()} have {r[bad[:10]].tolist()}")
+        v = np.zeros_like(pos) if velocities is None else np.asarray(velocities, dtype=np.float64).reshape(pos.shape)
+        w = np.zeros_like(pos) if angular_velocities is None else np.asarray(angular_velocities, dtype=np.float64).reshape(pos.shape)
+        if not (np.all(np.isfinite(v)) and np.all(np.isfinite(w))):
+            raise ValueError("velocities and angular_velocities must be finite")
+        self._positions.append(pos.copy())
+        self._radii.append(r)
+        self._vel.append(v.copy())
+        self._omega.append(w.copy())
+
+    def set_wall_velocity(self, wall, velocity):
+        """Move wall `wall` at `velocity` (m/s) from now on (rigid translation)."""
+        v = _vec3("velocity", velocity)
+        if self.ready:
+            self.walls[int(wall), 6:9] = v
+        else:
+            self._walls[int(wall)][6:9] = v
+
+    def wall_positions(self):
+        """(n_walls, 3): a point of each wall now."""
+        self.setup()
+        return self.walls[:, :3].copy()
+
+    def control_axis(self, axis, strain_rate=None, stress=None, gain=None, max_rate=None, integral_steps=0):
+        """Drive a periodic axis by a strain rate (1/s; > 0 stretches) or by a stress servo.
+
+        stress: target (Pa, compression positive); gain (1/s) sets the strain rate per relative
+        stress error, max_rate (1/s) clips it. integral_steps > 0 adds an integral term with that
+        time constant in steps (it removes the steady error when the axis must keep moving).
+        """
+        axis = int(axis)
+        if axis not in (0, 1, 2):
+            raise ValueError(f"axis must be 0, 1 or 2, got {axis}")
+        if not self.periodic[axis]:
+            raise ValueError(f"axis {axis} is not periodic: only periodic axes deform")
+        if (strain_rate is None) == (stress is None):
+            raise ValueError("give exactly one of strain_rate or stress")
+        if strain_rate is not None:
+            r = float(strain_rate)
+            if not math.isfinite(r):
+                raise ValueError(f"strain_rate must be finite, got {strain_rate!r}")
+            self.mode[axis] = 0
+            self.rate[axis] = r
+        else:
+            self.mode[axis] = 1
+            self.target[axis] = _pos_finite("stress", stress)
+            self.gain[axis] = _pos_finite("gain", 1.0 if gain is None else gain)
+            self.maxrate[axis] = _pos_finite("max_rate", 1.0 if max_rate is None else max_rate)
+            ist = float(integral_steps)
+            if not (ist >= 0.0 and math.isfinite(ist)):
+                raise ValueError(f"integral_steps must be a finite number >= 0, got {integral_steps!r}")
+            self.integral[axis] = 0.0 if ist == 0.0 else 1.0 / ist
+        if self.ready:
+            self._push_control()
+
+    def _push_control(self):
+        self.ictl[K.ICTL_MODE:K.ICTL_MODE + 3] = self.mode
+        self.ctl[K.CTL_RATE:K.CTL_RATE + 3] = self.rate
+        self.ctl[K.CTL_TARGET:K.CTL_TARGET + 3] = self.target
+        self.ctl[K.CTL_GAIN:K.CTL_GAIN + 3] = self.gain
+        self.ctl[K.CTL_MAXRATE:K.CTL_MAXRATE + 3] = self.maxrate
+        self.ctl[K.CTL_INTEGRAL:K.CTL_INTEGRAL + 3] = self.integral
+
+    def set_friction(self, mu):
+        """Change the friction coefficient (e.g. raise it after a frictionless preparation)."""
+        mu = float(mu)
+        if not math.isfinite(mu) or mu < 0.0:
+            raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
+        self.mu = mu
+        self.prm[S.P_MU] = mu
+
+    def set_law(self, law, xi=None):
+        """Switch the tangential law (and optionally xi). Every active contact keeps its overlap and
+        is reloaded into the new law along the proportional (no-slip) path to its current force
+        ratio (see kernels.reload_contacts); run a short relaxation afterwards."""
+        lid = law_id(law)
+        if xi is not None:
+            xi = float(xi)
+            if not math.isfinite(xi) or xi < 0.0:
+                raise ValueError(f"xi must be a finite number >= 0, got {xi!r}")
+            self.xi = xi
+            self.prm[S.P_XI] = xi
+        self.law_name = str(law)
+        self.law = lid
+        if not self.ready:
+            return
+        self.ictl[K.ICTL_LAW] = lid
+        m = int(self.ictl[K.ICTL_NPAIRS])
+        self.store.ensure_free(m + self.wfs.shape[0] + 1)
+        st = self.store
+        K.reload_contacts(lid, self.prm, self.pfs, self.pist, m, self.radius, self.pi, self.pj,
+                          st.pts, st.nxt, st.meta)
+        nw = self.walls.shape[0]
+        if nw:
+            rows = np.arange(self.wfs.shape[0])
+            K.reload_contacts(lid, self.prm, self.wfs, self.wist, self.wfs.shape[0], self.radius,
+                              rows // nw, np.full(rows.size, -1, dtype=np.int64), st.pts, st.nxt, st.meta)
+
+    def set_energy_accounting(self, on):
+        """Count tangential work and frictional dissipation per contact from now on (slower)."""
+        self.energy_accounting = bool(on)
+        if self.ready:
+            self.ictl[K.ICTL_ENERGY] = int(self.energy_accounting)
+
+    def set_local_damping(self, value):
+        value = float(value)
+        if not (0.0 <= value < 1.0):
+            raise ValueError(f"local_damping must lie in [0, 1), got {value!r}")
+        self.local_damping = value
+        if self.ready:
+            self.ctl[K.CTL_LOCAL_DAMP] = value
+
+    def _check_not_ready(self):
+        if self.ready:
+            raise RuntimeError("the simulation has started; build it completely before the first run")
+
+    # ---------------------------------------------------------------- setup
+    def setup(self):
+        """Allocate the state, validate the assembly and the time step, build the neighbour list."""
+        if self.ready:
+            return
+        if not self._positions:
+            raise ValueError("no particles: call add_particles first")
+        if not self._box_set:
+            raise ValueError("no domain: call set_box first")
+        pos = np.concatenate(self._positions)
+        r = np.concatenate(self._radii)
+        n = len(r)
+        self.n = n
+        self.pos = np.ascontiguousarray(pos)
+        self.vel = np.ascontiguousarray(np.concatenate(self._vel))
+        self.omega = np.ascontiguousarray(np.concatenate(self._omega))
+        self.quat = np.zeros((n, 4))
+        self.quat[:, 0] = 1.0
+        self.force = np.zeros((n, 3))
+        self.torque = np.zeros((n, 3))
+        self.radius = r
+        self.mass = self.density * 4.0 / 3.0 * math.pi * r ** 3
+        self.inertia = 0.4 * self.mass * r * r
+        rmax = float(r.max())
+        skin = self.skin if self.skin is not None else 0.2 * rmax
+        self.skin = skin
+        L = self.box_hi - self.box_lo
+        cutoff = 2.0 * rmax + skin
+        for k in range(3):
+            if self.periodic[k] and L[k] <= 2.0 * cutoff:
+                raise ValueError(f"periodic box length along axis {k} ({L[k]:.4g} m) must exceed twice the "
+                                 f"neighbour cutoff 2*(2 r_max + skin) = {2 * cutoff:.4g} m")
+        self.cell = np.zeros(K.N_CELL)
+        self.cell[K.CELL_LO:K.CELL_LO + 3] = self.box_lo
+        self.cell[K.CELL_L:K.CELL_L + 3] = L
+        self.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] = L
+        self.L0 = L.copy()
+        self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        nw = self.walls.shape[0]
+        self.ctl = np.zeros(K.N_CTL)
+        self.ctl[K.CTL_G:K.CTL_G + 3] = self.gravity
+        self.ctl[K.CTL_LOCAL_DAMP] = self.local_damping
+        self.ctl[K.CTL_VISC] = self.visc
+        self.ctl[K.CTL_SKIN] = skin
+        self.ctl[K.CTL_DIVERGE_OVERLAP] = self.diverge_overlap
+        self.ctl[K.CTL_RMAX] = rmax
+        self.ictl = np.zeros(K.N_ICTL, dtype=np.int64)
+        self.ictl[K.ICTL_LAW] = self.law
+        self.ictl[K.ICTL_N] = n
+        self.ictl[K.ICTL_NWALLS] = nw
+        self.ictl[K.ICTL_PERIODIC:K.ICTL_PERIODIC + 3] = self.periodic
+        self.ictl[K.ICTL_ENERGY] = int(self.energy_accounting)
+        self._push_control()
+        self.acc = np.zeros(K.N_ACC0 + 3 * nw)
+        self.out = np.zeros(K.N_OUT, dtype=np.int64)
+        self.store = HistoryStore(1024)
+        cap = max(1024, 8 * n)
+        self._alloc_pairs(cap)
+        self.pstart = np.zeros(n + 1, dtype=np.int64)
+        self.wfs = np.zeros((n * nw, S.N_FSTATE))
+        self.wist = np.zeros((n * nw, S.N_ISTATE), dtype=np.int64)
+        self.wist[:, S.I_HEAD] = -1
+        self.wcq = np.zeros((n * nw, 4))
+        self.wcq[:, 0] = 1.0
+        self.wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
+        self.pos_build = self.pos.copy()
+        self._rebuild()
+        self._check_initial_overlaps()
+        self.dt_crit = self.critical_time_step()
+        if self.dt_requested is None:
+            dt = self.dt_fraction * self.dt_crit
+        else:
+            dt = self.dt_requested
+            if dt > self.dt_crit and not self.allow_unstable_dt:
+                raise ValueError(f"dt = {dt:.4g} s exceeds the critical time step {self.dt_crit:.4g} s "
+                                 f"(dt/dt_crit = {dt / self.dt_crit:.3g}); lower dt or pass allow_unstable_dt=True")
+        self.ctl[K.CTL_DT] = dt
+        self.ready = True
+        self.message(f"graindem: {n} spheres, law {self.law_name}, dt = {dt:.4g} s, "
+                     f"dt_crit = {self.dt_crit:.4g} s, dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    def message(self, text):
+        self.last_message = text
+        if self.verbose:
+            print(text, flush=True)
+
+    @property
+    def dt(self):
+        return float(self.ctl[K.CTL_DT])
+
+    def _alloc_pairs(self, cap, keep=0):
+        old = getattr(self, "pi", None)
+        arrays = {}
+        for name, shape, dtype in (("pi", (cap,), np.int64), ("pj", (cap,), np.int64),
+                                   ("pfs", (cap, S.N_FSTATE), np.float64),
+                                   ("pist", (cap, S.N_ISTATE), np.int64), ("pcq", (cap, 4), np.float64)):
+            a = np.zeros(shape, dtype=dtype)
+            if old is not None and keep:
+                a[:keep] = getattr(self, name)[:keep]
+            arrays[name] = a
+        for name, a in arrays.items():
+            setattr(self, name, a)
+            setattr(self, "q" + name[1:], np.zeros_like(a))
+
+    def _rebuild(self):
+        while True:
+            k = K.build_pairs(self.pos, self.radius, self.cell, self.ctl, self.ictl, self.pstart,
+                              self.pi, self.pj, self.pfs, self.pist, self.pcq,
+                              self.qi, self.qj, self.qfs, self.qist, self.qcq, self.pos_build,
+                              self.store.pts, self.store.nxt, self.store.meta, self.acc,
+                              self.walls, self.wcand, self.wfs, self.wist)
+            if k >= 0:
+                return
+            self._alloc_pairs(2 * self.pi.shape[0], keep=int(self.ictl[K.ICTL_NPAIRS]))
+
+    def _pair_geometry(self):
+        """Branch vectors l = x_j - x_i (minimum image) and overlaps of the listed pairs (copies)."""
+        m = int(self.ictl[K.ICTL_NPAIRS])
+        i = self.pi[:m]
+        j = self.pj[:m]
+        d = self.pos[j] - self.pos[i]
+        L = self.cell[K.CELL_L:K.CELL_L + 3]
+        for k in range(3):
+            if self.periodic[k]:
+                d[:, k] -= L[k] * np.floor(d[:, k] / L[k] + 0.5)
+        dist = np.sqrt((d * d).sum(axis=1))
+        return i, j, d, dist, self.radius[i] + self.radius[j] - dist
+
+    def _check_initial_overlaps(self):
+        i, j, d, dist, delta = self._pair_geometry()
+        frac = delta / np.minimum(self.radius[i], self.radius[j])
+        bad = np.flatnonzero(frac > self.max_initial_overlap)
+        if bad.size:
+            b = bad[np.argmax(frac[bad])]
+            raise ValueError(f"{bad.size} particle pair(s) overlap by more than max_initial_overlap = "
+                             f"{self.max_initial_overlap} of the smaller radius at start; worst: particles "
+                             f"{int(i[b])} and {int(j[b])} overlap {frac[b]:.3g}")
+        for w in range(self.walls.shape[0]):
+            h = (self.pos - self.walls[w, :3]) @ self.walls[w, 3:6]
+            frac = (self.radius - h) / self.radius
+            bad = np.flatnonzero(frac > self.max_initial_overlap)
+            if bad.size:
+                raise ValueError(f"{bad.size} particle(s) overlap wall {w} by more than max_initial_overlap = "
+                                 f"{self.max_initial_overlap} of their radius at start; worst: particle "
+                                 f"{int(bad[np.argmax(frac[bad])])}")
+
+    def critical_time_step(self):
+        """2/omega_max of one contact: normal (Hertz k_n, reduced mass) and tangential-rotational
+        (k_t with the translational and rotational inertia of both spheres), at the larger of the
+        largest current overlap and the reference overlap, for the most critical particle size."""
+        i, j, d, dist, delta = self._pair_geometry()
+        dmax = float(delta.max()) if delta.size else 0.0
+        ref = self.reference_overlap if self.reference_overlap is not None else 0.01 * float(self.radius.min())
+        dref = max(dmax, ref)
+        r = self.radius
+        m = self.mass
+        a = np.sqrt(0.5 * r * dref)
+        kn = self.prm[S.P_KNC] * a
+        kt = self.prm[S.P_KTC] * a
+        w2 = np.maximum(2.0 * kn / m, 2.0 * kt * (1.0 / m + r * r / self.inertia))
+        return float(2.0 / math.sqrt(w2.max()))
+
+    # ---------------------------------------------------------------- running
+    def run(self, steps, callback=None, every=None, on_diverge=None, phase=0):
+        """Advance `steps` steps. callback(sim) is called whenever the step count minus `phase`
+        is a multiple of `every` (reads only).
+
+        on_diverge(sim) is called (e.g. to write a checkpoint) before Diverged is raised.
+        """
+        import time
+        steps = int(steps)
+        if steps < 0:
+            raise ValueError(f"steps must be >= 0, got {steps}")
+        self.setup()
+        if every is not None:
+            every = int(every)
+            if every < 1:
+                raise ValueError(f"every must be >= 1, got {every}")
+        done = 0
+        t0 = time.perf_counter()
+        while done < steps:
+            chunk = steps - done
+            if every is not None:
+                chunk = min(chunk, every - (int(self.ictl[K.ICTL_STEP]) - phase) % every)
+            self.store.ensure_free(int(self.ictl[K.ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
+            st = self.store
+            K.run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
+                        self.radius, self.mass, self.inertia, self.prm, self.cell, self.ctl, self.ictl,
+                        self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq,
+                        self.qi, self.qj, self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq,
+                        self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out)
+            done += int(self.out[K.OUT_STEPS])
+            status = int(self.out[K.OUT_STATUS])
+            if status == K.STATUS_PAIRS_FULL:
+                self._alloc_pairs(2 * self.pi.shape[0], keep=int(self.ictl[K.ICTL_NPAIRS]))
+                self._rebuild()
+            elif status == K.STATUS_DIVERGED:
+                self.timing["run_s"] += time.perf_counter() - t0
+                self._diverged(on_diverge)
+            if callback is not None and every is not None and (int(self.ictl[K.ICTL_STEP]) - phase) % every == 0:
+                callback(self)
+        self.timing["run_s"] += time.perf_counter() - t0
+        self.timing["steps"] += steps
+
+    def _diverged(self, on_diverge):
+        p = int(self.out[K.OUT_PARTICLE])
+        ci, cj = int(self.out[K.OUT_CI]), int(self.out[K.OUT_CJ])
+        particles, contacts = [], []
+        step = int(self.ictl[K.ICTL_STEP])
+        if p >= 0:
+            particles.append(p)
+            msg = f"run diverged at step {step}: particle {p} has a non-finite position or spin"
+        else:
+            particles = [ci] + ([cj] if cj >= 0 else [])
+            what = f"particles {ci} and {cj}" if cj >= 0 else f"particle {ci} and wall {-1 - cj}"
+            contacts.append((ci, cj))
+            msg = (f"run diverged at step {step}: the contact of {what} overlaps more than "
+                   f"diverge_overlap = {self.diverge_overlap} of the radius (time step too large or energy blow-up)")
+        bad_v = np.flatnonzero(~np.isfinite(self.vel).all(axis=1))
+        if bad_v.size:
+            particles.extend(int(x) for x in bad_v[:20] if int(x) not in particles)
+        ckpt = on_diverge(self) if on_diverge is not None else None
+        if ckpt is not None:
+            msg += f"; checkpoint written to {ckpt}"
+        raise Diverged(msg, particles, contacts, ckpt)
+
+    # ---------------------------------------------------------------- reading
+    @property
+    def step_count(self):
+        return int(self.ictl[K.ICTL_STEP]) if self.ready else 0
+
+    @property
+    def time(self):
+        return self.step_count * self.dt if self.ready else 0.0
+
+    @property
+    def box_lengths(self):
+        return self.cell[K.CELL_L:K.CELL_L + 3].copy()
+
+    @property
+    def volume(self):
+        return float(np.prod(self.box_lengths))
+
+    def wall_forces(self):
+        """(n_walls, 3): force exerted by the particles on each wall at the last step."""
+        nw = self.walls.shape[0]
+        return self.acc[K.ACC_WALL:K.ACC_WALL + 3 * nw].reshape(nw, 3).copy()
+
+    def contact_arrays(self):
+        """Active sphere-sphere contacts: dict of i, j, normal (m,3), N, T (global, m x 3), branch, overlap, kind."""
+        i, j, d, dist, delta = self._pair_geometry()
+        m = int(self.ictl[K.ICTL_NPAIRS])
+        act = self.pfs[:m, S.F_DELTA] > 0.0
+        n = d[act] / dist[act, None]
+        q = self.pcq[:m][act]
+        tl = np.zeros((act.sum(), 3))
+        tl[:, 0] = self.pfs[:m, S.F_TX][act]
+        tl[:, 1] = self.pfs[:m, S.F_TY][act]
+        T = _rotate(q, tl)
+        return {"i": i[act].copy(), "j": j[act].copy(), "normal": n, "N": self.pfs[:m, S.F_N][act].copy(),
+                "T": T, "branch": d[act], "overlap": delta[act], "kind": self.pfs[:m, S.F_KIND][act].astype(int),
+                "history_length": self.pist[:m, S.I_LEN][act].copy(), "row": np.flatnonzero(act)}
+
+    def wall_contact_arrays(self):
+        nw = self.walls.shape[0]
+        act = self.wfs[:, S.F_DELTA] > 0.0
+        rows = np.flatnonzero(act)
+        i = rows // max(nw, 1)
+        w = rows % max(nw, 1)
+        tl = np.zeros((rows.size, 3))
+        tl[:, 0] = self.wfs[rows, S.F_TX]
+        tl[:, 1] = self.wfs[rows, S.F_TY]
+        T = _rotate(self.wcq[rows], tl)
+        normal = -self.walls[w, 3:6]
+        h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
+        return {"i": i, "wall": w, "normal": normal, "N": self.wfs[rows, S.F_N].copy(), "T": T, "h": h,
+                "overlap": self.radius[i] - h, "kind": self.wfs[rows, S.F_KIND].astype(int),
+                "history_length": self.wist[rows, S.I_LEN].copy()}
+
+    def stress(self, volume=None):
+        """Love-Weber stress (Pa, compression positive) of the elastic contact forces:
+        sigma = (1/V) [sum_pairs f_ij (x) l_ij + sum_wall contacts f_(i->wall) (x) h n]."""
+        c = self.contact_arrays()
+        f = c["N"][:, None] * c["normal"] - c["T"]
+        s = f.T @ c["branch"]
+        if self.walls.shape[0]:
+            wc = self.wall_contact_arrays()
+            fw = wc["N"][:, None] * wc["normal"] - wc["T"]
+            s += fw.T @ (wc["h"][:, None] * wc["normal"])
+        V = self.volume if volume is None else float(volume)
+        return s / V
+
+    def tangential_energy(self):
+        """Stored tangential elastic energy of all contacts (each law's definition, contact.energy)."""
+        m = int(self.ictl[K.ICTL_NPAIRS])
+        st = self.store
+        e = K.tangential_energy_sum(self.law, self.prm, self.pfs, self.pist, m, self.radius, self.pi, self.pj,
+                                    st.pts, st.nxt)
+        nw = self.walls.shape[0]
+        if nw:
+            rows = np.arange(self.wfs.shape[0])
+            e += K.tangential_energy_sum(self.law, self.prm, self.wfs, self.wist, rows.size, self.radius, rows // nw,
+                                         np.full(rows.size, -1, dtype=np.int64), st.pts, st.nxt)
+        return float(e)
+
+    def measure(self):
+        """Measurements of the current state (never changes the state)."""
+        c = self.contact_arrays()
+        sig = self.stress()
+        n_c = int(c["N"].size)
+        vs = float(np.sum(4.0 / 3.0 * math.pi * self.radius ** 3))
+        V = self.volume
+        ke = 0.5 * float(np.sum(self.mass[:, None] * self.vel ** 2)) + 0.5 * float(np.sum(self.inertia[:, None] * self.omega ** 2))
+        # Hertz energy 2/5 N delta at the overlap the force was computed for (the positions have
+        # drifted since; at DEM steps that changes delta by a few per cent)
+        en = 0.4 * float(np.sum(c["N"] * self.pfs[c["row"], S.F_DELTA]))
+        m = int(self.ictl[K.ICTL_NPAIRS])
+        act = self.pfs[:m, S.F_DELTA] > 0.0
+        wact = self.wfs[:, S.F_DELTA] > 0.0
+        if self.walls.shape[0]:
+            wc = self.wall_contact_arrays()
+            en += 0.4 * float(np.sum(self.wfs[:, S.F_N] * self.wfs[:, S.F_DELTA]))
+        lengths = np.concatenate([self.pist[:m, S.I_LEN][act], self.wist[:, S.I_LEN][wact]])
+        tmag = np.linalg.norm(c["T"], axis=1)
+        sliding = np.sum(tmag >= self.mu * c["N"] * (1.0 - 1e-9)) if n_c else 0
+        strain = np.log(self.box_lengths / self.L0)
+        diss = float(np.sum(self.pfs[:m, S.F_DISS]) + np.sum(self.wfs[:, S.F_DISS]) + self.acc[K.ACC_DISS_RELEASED])
+        work_t = float(np.sum(self.pfs[:m, S.F_WORK][act]) + np.sum(self.wfs[:, S.F_WORK][wact]))
+        # mean |net contact force| per particle over mean |contact force|: the usual measure of
+        # static equilibrium (0 at rest; ~1 in free collisions). Rattlers count with zero net force.
+        fnet = np.zeros((self.n, 3))
+        fc = c["N"][:, None] * c["normal"] - c["T"]
+        np.add.at(fnet, c["j"], fc)
+        np.add.at(fnet, c["i"], -fc)
+        fmean = float(np.mean(np.linalg.norm(fc, axis=1))) if n_c else 0.0
+        if self.walls.shape[0]:
+            fw = wc["N"][:, None] * wc["normal"] - wc["T"]
+            np.add.at(fnet, wc["i"], -fw)
+            if wc["N"].size:
+                fmean = (fmean * n_c + float(np.sum(np.linalg.norm(fw, axis=1)))) / (n_c + wc["N"].size)
+        fnet += self.mass[:, None] * self.gravity
+        unbalanced = float(np.mean(np.linalg.norm(fnet, axis=1))) / fmean if fmean > 0.0 else float("inf")
+        return {
+            "step": self.step_count, "time": self.time, "unbalanced_force_ratio": unbalanced,
+            "stress": sig, "pressure": float(np.trace(sig) / 3.0),
+            "strain": strain, "volumetric_strain": float(strain.sum()),
+            "void_ratio": V / vs - 1.0, "n_contacts": n_c,
+            "coordination": 2.0 * n_c / self.n,
+            "n_wall_contacts": int(wact.sum()),
+            "sliding_fraction": float(sliding) / n_c if n_c else 0.0,
+            "kinetic_energy": ke, "elastic_normal_energy": en,
+            # hooks filled by the laws that count them (F_DISS, F_WORK); 0 for laws that do not
+            "frictional_dissipation": diss, "tangential_work": work_t,
+            "tangential_energy": self.tangential_energy(),
+            "boundary_work": float(self.acc[K.ACC_BOUNDARY_WORK]),
+            "viscous_dissipation": float(self.acc[K.ACC_VISC_WORK]),
+            "local_damping_dissipation": float(self.acc[K.ACC_LOCAL_WORK]),
+            "mean_history_length": float(lengths.mean()) if lengths.size else 0.0,
+            "max_history_length": int(lengths.max()) if lengths.size else 0,
+            "store_bytes": self.store.n_live * BYTES_PER_POINT,
+            "store_bytes_allocated": self.store.bytes_allocated,
+            "n_rebuilds": int(self.ictl[K.ICTL_NREBUILDS]),
+            "dt_over_dt_crit": self.dt / self.critical_time_step(),
+        }
+
+    # ---------------------------------------------------------------- state
+    ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "prm", "cell",
+              "ctl", "ictl", "walls", "wcand", "pstart", "pi", "pj", "pfs", "pist", "pcq", "wfs", "wist", "wcq",
+              "pos_build", "acc", "L0")
+
+    def state_dict(self):
+        """Every array that influences the next step, plus the settings (copies)."""
+        self.setup()
+        d = {name: np.array(getattr(self, name)) for name in self.ARRAYS}
+        for name, a in self.store.state_arrays().items():
+            d["store_" + name] = np.array(a)
+        meta = {"schema_version": SCHEMA_VERSION, "law": self.law_name, "E": self.E, "nu": self.nu,
+                "mu": self.mu, "xi": self.xi, "kt_linear": self.kt_linear, "density": self.density,
+                "restitution": self.restitution, "local_damping": self.local_damping,
+                "diverge_overlap": self.diverge_overlap, "skin": self.skin,
+                "periodic": [bool(p) for p in self.periodic], "box_lo": self.box_lo.tolist(),
+                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit,
+                "mode": self.mode.tolist(), "rate": self.rate.tolist(), "target": self.target.tolist(),
+                "gain": self.gain.tolist(), "maxrate": self.maxrate.tolist(),
+                "integral": self.integral.tolist()}
+        return d, meta
+
+    @classmethod
+    def from_state(cls, arrays, meta, verbose=False):
+        if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
+            raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
+                  xi=meta["xi"], kt_linear=meta["kt_linear"], restitution=meta["restitution"],
+                  local_damping=meta["local_damping"], diverge_overlap=meta["diverge_overlap"], verbose=verbose)
+        for name in cls.ARRAYS:
+            a = np.asarray(arrays[name])
+            setattr(sim, name, np.ascontiguousarray(a.copy()))
+        # control records only ever grow at their ends: pad older ones with zeros
+        for name, size in (("cell", K.N_CELL), ("ctl", K.N_CTL), ("ictl", K.N_ICTL)):
+            a = getattr(sim, name)
+            if a.size < size:
+                setattr(sim, name, np.concatenate([a, np.zeros(size - a.size, dtype=a.dtype)]))
+        sim.energy_accounting = bool(sim.ictl[K.ICTL_ENERGY])
+        sim.store = HistoryStore.from_arrays(arrays["store_pts"], arrays["store_nxt"], arrays["store_meta"])
+        sim.n = int(sim.ictl[K.ICTL_N])
+        sim.periodic = np.array(meta["periodic"], dtype=bool)
+        sim.box_lo = np.array(meta["box_lo"])
+        sim.box_hi = np.array(meta["box_hi"])
+        sim._box_set = True
+        sim.skin = meta["skin"]
+        sim.dt_crit = meta["dt_crit"]
+        sim.mode = np.array(meta["mode"], dtype=np.int64)
+        sim.rate = np.array(meta["rate"])
+        sim.target = np.array(meta["target"])
+        sim.gain = np.array(meta["gain"])
+        sim.maxrate = np.array(meta["maxrate"])
+        sim.integral = np.array(meta["integral"])
+        for name in ("pi", "pj", "pfs", "pist", "pcq"):
+            setattr(sim, "q" + name[1:], np.zeros_like(getattr(sim, name)))
+        sim.out = np.zeros(K.N_OUT, dtype=np.int64)
+        sim.mu = float(sim.prm[S.P_MU])
+        sim.gravity = sim.ctl[K.CTL_G:K.CTL_G + 3].copy()
+        sim.ready = True
+        return sim
+
+
+def _rotate(q, v):
+    """Rotate rows of v by the unit quaternions q (w, x, y, z)."""
+    w = q[:, :1]
+    u = q[:, 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
