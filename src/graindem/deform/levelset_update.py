@@ -271,13 +271,9 @@ class SemiLagrangianLevelSet(_Strategy):
 
 def signed_distance_to_surface(points, vertices, faces):
     """Exact signed distance from points to a closed triangulated surface (libigl, pseudonormal sign)."""
-    import igl
+    from ..particles.levelset import _signed_distance_to_mesh
 
-    s, *_ = igl.signed_distance(np.ascontiguousarray(points, dtype=np.float64),
-                                np.ascontiguousarray(vertices, dtype=np.float64),
-                                np.ascontiguousarray(faces, dtype=np.int64),
-                                igl.SignedDistanceType.SIGNED_DISTANCE_TYPE_PSEUDONORMAL)
-    return np.asarray(s)
+    return np.asarray(_signed_distance_to_mesh(points, vertices, faces))
 
 
 class RecomputeLevelSet(_Strategy):
