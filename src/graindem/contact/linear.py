@@ -72,7 +72,7 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     ty = k * uy
     limit = prm[S.P_MU] * N
     kind = S.KIND_ELASTIC
-    if math.hypot(tx, ty) > limit:
+    if math.sqrt(tx * tx + ty * ty) > limit:  # hypot is ~3x slower; this only picks the branch
         # Truncate the spring itself, so reversing the movement unloads from the Coulomb limit.
         tx, ty = scaled_to_length(ux, uy, limit)
         ux = tx / k

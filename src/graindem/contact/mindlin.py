@@ -41,7 +41,7 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     ty += k * clean_increment(dsy)
     limit = prm[S.P_MU] * N
     kind = S.KIND_ELASTIC
-    if math.hypot(tx, ty) > limit:
+    if math.sqrt(tx * tx + ty * ty) > limit:  # hypot is ~3x slower; this only picks the branch
         tx, ty = scaled_to_length(tx, ty, limit)
         kind = S.KIND_GROSS_SLIDING
     fs[c, S.F_DELTA] = delta

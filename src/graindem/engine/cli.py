@@ -6,7 +6,10 @@
 The results folder gets series.csv/.jsonl/.json, VTK files (particles.pvd, contacts.pvd), PNG
 plots, checkpoint.h5 (everything needed to continue bit for bit) and summary.json. The prepared
 packing is kept as DIR/packing.h5 and reused by later runs into the same folder with the same
-particle settings. A run that goes unstable writes DIR/diverged.h5 and exits with status 3.
+particle settings (or, with particles.file, the same CSV). simulation.checkpoint_interval adds
+periodic checkpoints (the same file, replaced atomically); --adaptive-dt (simulation.adaptive_dt)
+keeps dt at dt_fraction of the current critical step. A run that goes unstable writes
+DIR/diverged.h5 and exits with status 3.
 """
 
 import json
@@ -21,6 +24,8 @@ def add_arguments(parser):
     parser.add_argument("--steps", type=int, default=None, help="time steps to run (default: the scenario's)")
     parser.add_argument("--restart", default=None, help="continue from this checkpoint instead of a scenario")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--adaptive-dt", action="store_true",
+                        help="keep dt at dt_fraction of the current critical step (simulation.adaptive_dt)")
 
 
 def _announce(quiet):
@@ -37,9 +42,6 @@ def run_scenario(config, out, steps=None, quiet=False):
                          "(it runs 'biaxial'); use that scenario's own command")
     if config["boundary"]["kind"] != "periodic":
         raise ValueError("boundary.kind must be 'periodic' for the biaxial scenario (walls are not supported there yet)")
-    if config["particles"].get("file"):
-        raise ValueError("particles.file is not supported by the biaxial scenario yet: give particles.n, "
-                         "particles.radius_mean and particles.radius_spread")
     load = config["loading"]
     if load["kind"] == "none":
         raise ValueError("loading.kind = 'none' has nothing to run in the biaxial scenario; use 'biaxial' or 'isotropic'")
@@ -50,12 +52,26 @@ def run_scenario(config, out, steps=None, quiet=False):
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     material = {"E": mat["E"], "nu": mat["nu"], "density": mat["density"], "mu": mat["mu"]}
-    sim = B.prepared_packing(part["n"], seed=sim_cfg["seed"], pressure=load["confining_stress"],
-                             cache=out / "packing.h5", radius=part["radius_mean"], spread=part["radius_spread"],
-                             material=material, mu_prep=load["preparation_mu"], announce=announce,
-                             dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
-                             allow_unstable_dt=sim_cfg["allow_dt_above_critical"],
-                             restitution=mat["restitution"] if mat["restitution"] < 1.0 else None)
+    restitution = mat["restitution"] if mat["restitution"] < 1.0 else None
+    if part["file"]:
+        sim = packing_from_file(part["file"], config["boundary"]["box"], material, load["confining_stress"],
+                                cache=out / "packing.h5", mu_prep=load["preparation_mu"],
+                                dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
+                                allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution,
+                                max_initial_overlap=part["max_initial_overlap"], announce=announce)
+    else:
+        sim = B.prepared_packing(part["n"], seed=sim_cfg["seed"], pressure=load["confining_stress"],
+                                 cache=out / "packing.h5", radius=part["radius_mean"], spread=part["radius_spread"],
+                                 material=material, mu_prep=load["preparation_mu"], announce=announce,
+                                 dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
+                                 allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution)
+    sim.verbose = announce is not None  # dt changes of the adaptive step are announced through sim.message
+    if sim_cfg["adaptive_dt"]:
+        sim.set_adaptive_dt(True, sim_cfg["adaptive_dt_interval"])
+        if sim.step_count % sim.adaptive_dt_interval == 0:
+            # the update the run would make at its first step, made before the test fixes its
+            # strain rate from dt (a restart repeats it: same state, same value)
+            sim.adapt_dt()
     nsteps = sim_cfg["steps"]  # the test's length (sets the strain rate); `steps` is how far to run now
     run_steps = nsteps if steps is None else int(steps)
     if load["kind"] == "isotropic":
@@ -77,8 +93,97 @@ def run_scenario(config, out, steps=None, quiet=False):
                  f"{100 * total_strain:.2f} % axial strain")
     rows, rate = B.run_test(sim, test, out=out, steps=run_steps, output_interval=sim_cfg["output_interval"],
                             vtk_interval=(sim_cfg["vtk_interval"] or sim_cfg["output_interval"]) if config["output"]["vtk"] else 0,
-                            quiet=quiet)
+                            quiet=quiet, checkpoint_interval=sim_cfg["checkpoint_interval"])
     return _finish(sim, test, out, rate, t0, announce, config)
+
+
+def read_packing_csv(path):
+    """(positions (n, 3), radii (n,)) from a CSV of x,y,z,r rows (m); one header line is allowed."""
+    import numpy as np
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"particles.file {str(path)!r} does not exist")
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        first = handle.readline()
+    try:
+        [float(v) for v in first.split(",")]
+        skip = 0
+    except ValueError:
+        skip = 1  # a header such as "x,y,z,r"
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    except ValueError as exc:
+        raise ValueError(f"particles.file {str(path)!r} is not a CSV of numbers x,y,z,r: {exc}") from None
+    if data.shape[0] == 0 or data.shape[1] != 4:
+        raise ValueError(f"particles.file {str(path)!r} must hold rows of 4 numbers x,y,z,r; got shape {data.shape}")
+    bad = np.flatnonzero(~np.all(np.isfinite(data), axis=1) | (data[:, 3] <= 0.0))
+    if bad.size:
+        raise ValueError(f"particles.file {str(path)!r}: line {int(bad[0]) + 1 + skip} must have finite x,y,z "
+                         f"and r > 0; got {data[bad[0]].tolist()}")
+    return data[:, :3].copy(), data[:, 3].copy()
+
+
+def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt_fraction=0.2, dt=None,
+                      allow_unstable_dt=False, restitution=None, max_initial_overlap=0.05, announce=None,
+                      strain_per_step=2e-5, tolerance=0.005, unbalanced=1e-3, check_every=500, max_steps=200000):
+    """A periodic packing read from a CSV (read_packing_csv), brought to the isotropic `pressure` by
+    the cell's stress servo as engine.prepare does for random packings, cached in `cache`.
+
+    box: cell edge lengths (m), the cell spanning [0, box); None: the spheres' bounding box.
+    """
+    import hashlib
+    import numpy as np
+    from ..contact.hertz import contact_params
+    from ..engine import checkpoint
+    from ..engine.simulation import Simulation
+    pos, r = read_packing_csv(path)
+    want = {"file_sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(), "box": box,
+            "material": dict(material), "pressure": pressure, "mu_prep": mu_prep, "dt_fraction": dt_fraction,
+            "dt": dt, "restitution": restitution}
+    if cache is not None and Path(cache).exists():
+        sim, extra = checkpoint.load(cache)
+        if extra and extra.get("packing_file") == want:
+            if announce:
+                announce(f"reusing the packing {cache} prepared from {path}")
+            return sim
+    if box is None:
+        lo = (pos - r[:, None]).min(axis=0)
+        L = (pos + r[:, None]).max(axis=0) - lo
+        pos = pos - lo
+    else:
+        L = np.asarray(box, dtype=np.float64)
+    pos = np.mod(pos, L)  # periodic cell [0, L): wrap spheres given outside it
+    # dt at the overlap of a contact carrying ~ 20 p d^2, as engine.prepare does
+    prm = contact_params(r.min(), r.min(), material["E"], material["nu"], material["mu"], 0.0)
+    overlap = (20.0 * pressure * (2.0 * r.max()) ** 2 / prm[0]) ** (2.0 / 3.0)
+    sim = Simulation(law="mindlin", E=material["E"], nu=material["nu"], mu=mu_prep, density=material["density"],
+                     local_damping=0.7, dt_fraction=dt_fraction, dt=dt, allow_unstable_dt=allow_unstable_dt,
+                     restitution=restitution, reference_overlap=overlap, max_initial_overlap=max_initial_overlap)
+    sim.set_box((0.0, 0.0, 0.0), L, periodic=(True, True, True))
+    sim.add_particles(pos, r)
+    sim.setup()
+    rate = strain_per_step / sim.dt
+    for k in range(3):
+        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
+    good = 0
+    while good < 2:
+        if sim.step_count >= max_steps:
+            m = sim.measure()
+            raise RuntimeError(f"the packing from {path} did not settle at {pressure} Pa within {max_steps} steps "
+                               f"(pressure {m['pressure']:.4g} Pa)")
+        sim.run(check_every)
+        m = sim.measure()
+        ok = abs(m["pressure"] / pressure - 1.0) < tolerance and m["unbalanced_force_ratio"] < unbalanced
+        good = good + 1 if ok else 0
+    sim.set_friction(material["mu"])
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    if announce:
+        announce(f"brought {sim.n} spheres from {path} to {pressure:.4g} Pa in {sim.step_count} steps: "
+                 f"void ratio {m['void_ratio']:.3f}, coordination {m['coordination']:.2f}")
+    if cache is not None:
+        checkpoint.save(sim, cache, extra={"packing_file": want})
+    return sim
 
 
 def _finish(sim, test, out, rate, t0, announce, config):
@@ -111,16 +216,20 @@ def restart(checkpoint_path, out, steps=None, quiet=False):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     resume = (Path(out) / "series.csv").exists()
+    sim.verbose = announce is not None
     vtk_interval = 0
     output_interval = 1000
+    checkpoint_interval = 0
     if config is not None:
         output_interval = config["simulation"]["output_interval"]
+        checkpoint_interval = config["simulation"].get("checkpoint_interval") or 0
         if config["output"]["vtk"]:
             vtk_interval = config["simulation"]["vtk_interval"] or output_interval
     if announce:
         announce(f"restarting from {checkpoint_path} at step {sim.step_count - test['start_step']} of the test")
     rows, rate = B.run_test(sim, test, out=out, steps=steps, output_interval=output_interval,
-                            vtk_interval=vtk_interval, quiet=quiet, resume=resume)
+                            vtk_interval=vtk_interval, quiet=quiet, resume=resume,
+                            checkpoint_interval=checkpoint_interval)
     return _finish(sim, test, out, rate, t0, announce, config)
 
 
@@ -130,6 +239,10 @@ def run(args):
     if (args.scenario is None) == (args.restart is None):
         print("graindem run: give a scenario file or --restart CHECKPOINT (one of them)", file=sys.stderr)
         return 2
+    if args.restart is not None and args.adaptive_dt:
+        print("graindem run: --adaptive-dt applies to a scenario run; a restart keeps the checkpoint's setting",
+              file=sys.stderr)
+        return 2
     if args.steps is not None and args.steps < 0:
         print(f"graindem run: --steps must be >= 0, got {args.steps}", file=sys.stderr)
         return 2
@@ -138,6 +251,8 @@ def run(args):
             restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
         else:
             config = load_scenario(args.scenario)
+            if args.adaptive_dt:
+                config = apply_overrides(config, {"simulation.adaptive_dt": True})
             run_scenario(config, args.out, steps=args.steps, quiet=args.quiet)
     except Diverged as exc:
         print(f"graindem run: {exc}", file=sys.stderr)

@@ -303,7 +303,9 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
     return k
 
 
-@njit(_nrt=False)
+# Inlined into the force loops: as a call, its ~80 scalar arguments (every array goes as its
+# fields) cost a fifth to a quarter of the jaeger step on packing_4000 (benchmarks/vs_lammps.py).
+@njit(_nrt=False, inline="always")
 def law_step(law, energy, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     """One contact movement. With `energy` through laws.contact_step, which also integrates the
     tangential work and frictional dissipation (F_WORK, F_DISS); without, straight to the law,

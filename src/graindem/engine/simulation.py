@@ -70,7 +70,8 @@ class Simulation:
     def __init__(self, law="mindlin", E=70e9, nu=0.25, mu=0.5, density=2500.0, xi=0.0, kt_linear=0.0,
                  restitution=None, local_damping=0.0, gravity=(0.0, 0.0, 0.0), dt=None, dt_fraction=0.2,
                  allow_unstable_dt=False, reference_overlap=None, skin=None, max_initial_overlap=0.05,
-                 diverge_overlap=0.5, energy_accounting=False, verbose=False):
+                 diverge_overlap=0.5, energy_accounting=False, verbose=False, adaptive_dt=False,
+                 adaptive_dt_interval=100):
         self.law_name = str(law)
         self.law = law_id(law)
         self.E, self.nu, self.mu, self.xi = check_material(E, nu, mu, xi)
@@ -96,6 +97,11 @@ class Simulation:
             raise ValueError(f"dt_fraction must lie in (0, 1], got {dt_fraction!r}")
         self.dt_fraction = dt_fraction
         self.allow_unstable_dt = bool(allow_unstable_dt)
+        self.adaptive_dt = False
+        self.adaptive_dt_interval = 100
+        self._time_offset = 0.0  # sum over dt changes of step * (dt_old - dt_new): keeps `time` exact
+        if adaptive_dt:
+            self.set_adaptive_dt(True, adaptive_dt_interval)
         self.reference_overlap = None if reference_overlap is None else _pos_finite("reference_overlap", reference_overlap)
         self.skin = None if skin is None else _pos_finite("skin", skin)
         self.max_initial_overlap = _pos_finite("max_initial_overlap", max_initial_overlap, allow_zero=True)
@@ -271,6 +277,38 @@ class Simulation:
         if self.ready:
             self.ctl[K.CTL_LOCAL_DAMP] = value
 
+    def set_adaptive_dt(self, on, interval=100):
+        """Keep dt = dt_fraction * dt_crit as contacts stiffen (Kuhn 2011, section 4.2): every
+        `interval` steps (at step counts that are multiples of it, so a restart repeats the same
+        updates) dt_crit is re-evaluated from the current largest overlap and dt reset to the
+        fraction of it. Not compatible with an explicit dt."""
+        on = bool(on)
+        interval = int(interval)
+        if interval < 1:
+            raise ValueError(f"adaptive_dt_interval must be an integer >= 1, got {interval}")
+        if on and self.dt_requested is not None:
+            raise ValueError("adaptive_dt keeps dt = dt_fraction * dt_crit: it cannot be combined with an explicit dt")
+        self.adaptive_dt = on
+        self.adaptive_dt_interval = interval
+        self._dt_announced = self.dt if getattr(self, "ready", False) else None
+
+    def adapt_dt(self):
+        """Set dt = dt_fraction * dt_crit now (what adaptive_dt does every adaptive_dt_interval steps)."""
+        crit = self.critical_time_step()
+        old = self.dt
+        new = self.dt_fraction * crit
+        self.dt_crit = crit
+        if new == old:
+            return
+        self._time_offset += self.step_count * (old - new)
+        self.ctl[K.CTL_DT] = new
+        last = getattr(self, "_dt_announced", None) or old
+        # announce changes of 1 % or more since the last announced dt, not every small update
+        if abs(new / last - 1.0) >= 0.01:
+            self._dt_announced = new
+            self.message(f"graindem: step {self.step_count}: dt = {new:.4g} s (was {last:.4g} s), "
+                         f"dt_crit = {crit:.4g} s, dt/dt_crit = {self.dt_fraction:.3f}")
+
     def _check_not_ready(self):
         if self.ready:
             raise RuntimeError("the simulation has started; build it completely before the first run")
@@ -424,11 +462,13 @@ class Simulation:
     def critical_time_step(self):
         """2/omega_max of one contact: normal (Hertz k_n, reduced mass) and tangential-rotational
         (k_t with the translational and rotational inertia of both spheres), at the larger of the
-        largest current overlap and the reference overlap, for the most critical particle size."""
+        largest current overlap and the reference overlap, for the most critical particle size.
+        With adaptive_dt on, at the largest current overlap alone (the reference overlap only when
+        no pair overlaps): the step then follows the actual stiffness both ways."""
         i, j, d, dist, delta = self._pair_geometry()
         dmax = float(delta.max()) if delta.size else 0.0
         ref = self.reference_overlap if self.reference_overlap is not None else 0.01 * float(self.radius.min())
-        dref = max(dmax, ref)
+        dref = dmax if (self.adaptive_dt and dmax > 0.0) else max(dmax, ref)
         r = self.radius
         m = self.mass
         a = np.sqrt(0.5 * r * dref)
@@ -459,6 +499,11 @@ class Simulation:
             chunk = steps - done
             if every is not None:
                 chunk = min(chunk, every - (int(self.ictl[K.ICTL_STEP]) - phase) % every)
+            if self.adaptive_dt:
+                step = int(self.ictl[K.ICTL_STEP])
+                if step % self.adaptive_dt_interval == 0:
+                    self.adapt_dt()
+                chunk = min(chunk, self.adaptive_dt_interval - step % self.adaptive_dt_interval)
             self.store.ensure_free(int(self.ictl[K.ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
             st = self.store
             K.run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
@@ -508,7 +553,7 @@ class Simulation:
 
     @property
     def time(self):
-        return self.step_count * self.dt if self.ready else 0.0
+        return self.step_count * self.dt + self._time_offset if self.ready else 0.0
 
     @property
     def box_lengths(self):
@@ -659,7 +704,9 @@ class Simulation:
                 "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit,
                 "mode": self.mode.tolist(), "rate": self.rate.tolist(), "target": self.target.tolist(),
                 "gain": self.gain.tolist(), "maxrate": self.maxrate.tolist(),
-                "integral": self.integral.tolist()}
+                "integral": self.integral.tolist(), "dt_fraction": self.dt_fraction,
+                "adaptive_dt": self.adaptive_dt, "adaptive_dt_interval": self.adaptive_dt_interval,
+                "time_offset": self._time_offset, "reference_overlap": self.reference_overlap}
         return d, meta
 
     @classmethod
@@ -692,6 +739,12 @@ class Simulation:
         sim.gain = np.array(meta["gain"])
         sim.maxrate = np.array(meta["maxrate"])
         sim.integral = np.array(meta["integral"])
+        # keys added after schema 1 was first written: older checkpoints ran at a fixed dt
+        sim.dt_fraction = float(meta.get("dt_fraction", sim.dt_fraction))
+        sim.adaptive_dt = bool(meta.get("adaptive_dt", False))
+        sim.adaptive_dt_interval = int(meta.get("adaptive_dt_interval", 100))
+        sim._time_offset = float(meta.get("time_offset", 0.0))
+        sim.reference_overlap = meta.get("reference_overlap")  # dt_crit of measure() and adaptive_dt
         for name in ("pi", "pj", "pfs", "pist", "pcq"):
             setattr(sim, "q" + name[1:], np.zeros_like(getattr(sim, name)))
         sim.out = np.zeros(K.N_OUT, dtype=np.int64)

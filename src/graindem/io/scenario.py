@@ -93,6 +93,8 @@ SCHEMA = {
         "output_interval": Key(int, 1000, "steps between measurements / time-series rows", "steps", ge=1),
         "vtk_interval": Key(int, 0, "steps between VTK frames (0: at every output_interval)", "steps", ge=0),
         "checkpoint_interval": Key(int, 0, "steps between checkpoints (0: only at the end and on failure)", "steps", ge=0),
+        "adaptive_dt": Key(bool, False, "keep dt = dt_fraction * dt_crit as contacts stiffen (not with dt)"),
+        "adaptive_dt_interval": Key(int, 100, "steps between re-evaluations of dt_crit when adaptive_dt is on", "steps", ge=1),
     },
     "material": {
         "E": Key(float, 70e9, "Young's modulus of the grains", "Pa", gt=0.0, le=1e13),
@@ -157,7 +159,14 @@ def _check_dt_fraction(config):
         )
 
 
-CHECKS = [_check_axes, _check_dt_fraction]
+def _check_adaptive_dt(config):
+    sim = config["simulation"]
+    if sim["adaptive_dt"] and sim["dt"] is not None:
+        raise ValueError("simulation.adaptive_dt = true sets dt from dt_fraction: remove simulation.dt "
+                         "(or give dt_fraction instead)")
+
+
+CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt]
 
 
 def _suggest(name, known):

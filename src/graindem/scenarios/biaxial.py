@@ -148,8 +148,9 @@ def write_vtk(sim, out, index, pvd_particles=None, pvd_contacts=None):
 
 
 def run_test(sim, test, out=None, steps=None, output_interval=1000, vtk_interval=0, quiet=True, announce=None,
-             resume=False, write_checkpoint=True):
-    """Run (or continue) the biaxial test for `steps` steps (default: to the end); returns the rows."""
+             resume=False, write_checkpoint=True, checkpoint_interval=0):
+    """Run (or continue) the biaxial test for `steps` steps (default: to the end); returns the rows.
+    checkpoint_interval > 0 also saves out/checkpoint.h5 (atomically) at every multiple of it."""
     from ..io.progress import Progress
     from ..io.timeseries import TimeSeriesWriter
     from ..io.vtk import PVDCollection
@@ -180,17 +181,22 @@ def run_test(sim, test, out=None, steps=None, output_interval=1000, vtk_interval
         return str(checkpoint.save(s, out / "diverged.h5", extra={"biaxial": test}))
 
     def every(s):
-        row = series_row(s, test)
-        rows.append(row)
-        if writer is not None:
-            writer.append(row)
         k = s.step_count - test["start_step"]
-        if pvd_p is not None and k % vtk_interval < output_interval:
-            write_vtk(s, out, k, pvd_p, pvd_c)
-        progress.update(int(output_interval), strain=row["strain_axial"], ratio=row["stress_ratio"],
-                        contacts=row["contacts"], history=row["mean_history_length"])
+        if k % output_interval == 0:
+            row = series_row(s, test)
+            rows.append(row)
+            if writer is not None:
+                writer.append(row)
+            if pvd_p is not None and k % vtk_interval < output_interval:
+                write_vtk(s, out, k, pvd_p, pvd_c)
+            progress.update(int(output_interval), strain=row["strain_axial"], ratio=row["stress_ratio"],
+                            contacts=row["contacts"], history=row["mean_history_length"])
+        # after the row: a run killed later restarts from here with its series complete up to k
+        if checkpoint_interval and k % checkpoint_interval == 0 and out is not None:
+            checkpoint.save(s, out / "checkpoint.h5", extra={"biaxial": test})
     try:
-        sim.run(steps, callback=every, every=output_interval, on_diverge=on_diverge, phase=test["start_step"])
+        cadence = math.gcd(output_interval, checkpoint_interval) if checkpoint_interval else output_interval
+        sim.run(steps, callback=every, every=cadence, on_diverge=on_diverge, phase=test["start_step"])
     finally:
         progress.close()
         if writer is not None:
