@@ -15,30 +15,37 @@ from graindem._jit import njit
 
 
 @njit
+def trilinear_at(values, ox, oy, oz, h, px, py, pz):
+    """Trilinear interpolant of ``values`` (grid origin (ox, oy, oz), spacing h) at one point."""
+    nx, ny, nz = values.shape
+    gx = (px - ox) / h
+    gy = (py - oy) / h
+    gz = (pz - oz) / h
+    i = min(max(int(np.floor(gx)), 0), nx - 2)
+    j = min(max(int(np.floor(gy)), 0), ny - 2)
+    k = min(max(int(np.floor(gz)), 0), nz - 2)
+    tx = gx - i
+    ty = gy - j
+    tz = gz - k
+    c00 = values[i, j, k] * (1.0 - tx) + values[i + 1, j, k] * tx
+    c10 = values[i, j + 1, k] * (1.0 - tx) + values[i + 1, j + 1, k] * tx
+    c01 = values[i, j, k + 1] * (1.0 - tx) + values[i + 1, j, k + 1] * tx
+    c11 = values[i, j + 1, k + 1] * (1.0 - tx) + values[i + 1, j + 1, k + 1] * tx
+    c0 = c00 * (1.0 - ty) + c10 * ty
+    c1 = c01 * (1.0 - ty) + c11 * ty
+    return c0 * (1.0 - tz) + c1 * tz
+
+
+@njit
 def trilinear_kernel(values, origin, spacing, points, out):
     """Trilinear interpolation of ``values`` (nx, ny, nz) at ``points`` (n, 3) into ``out`` (n,).
 
     Points outside the grid are extrapolated linearly from the nearest boundary cell: a signed
     distance keeps growing away from the grain, which is what a contact query there expects.
     """
-    nx, ny, nz = values.shape
     for p in range(points.shape[0]):
-        gx = (points[p, 0] - origin[0]) / spacing
-        gy = (points[p, 1] - origin[1]) / spacing
-        gz = (points[p, 2] - origin[2]) / spacing
-        i = min(max(int(np.floor(gx)), 0), nx - 2)
-        j = min(max(int(np.floor(gy)), 0), ny - 2)
-        k = min(max(int(np.floor(gz)), 0), nz - 2)
-        tx = gx - i
-        ty = gy - j
-        tz = gz - k
-        c00 = values[i, j, k] * (1.0 - tx) + values[i + 1, j, k] * tx
-        c10 = values[i, j + 1, k] * (1.0 - tx) + values[i + 1, j + 1, k] * tx
-        c01 = values[i, j, k + 1] * (1.0 - tx) + values[i + 1, j, k + 1] * tx
-        c11 = values[i, j + 1, k + 1] * (1.0 - tx) + values[i + 1, j + 1, k + 1] * tx
-        c0 = c00 * (1.0 - ty) + c10 * ty
-        c1 = c01 * (1.0 - ty) + c11 * ty
-        out[p] = c0 * (1.0 - tz) + c1 * tz
+        out[p] = trilinear_at(values, origin[0], origin[1], origin[2], spacing,
+                              points[p, 0], points[p, 1], points[p, 2])
 
 
 @njit

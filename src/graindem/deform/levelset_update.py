@@ -31,34 +31,13 @@ import time
 import numpy as np
 
 from graindem._jit import njit
-from graindem.deform.grid import GridField
+from graindem.deform.grid import GridField, trilinear_at
 from graindem.deform.engine import displacement_at
 from graindem.deform.modes import tabulate_modes
 
 
 # --------------------------------------------------------------------------------------------------
 # kernels
-
-
-@njit
-def _trilinear_at(values, ox, oy, oz, h, px, py, pz):
-    nx, ny, nz = values.shape
-    gx = (px - ox) / h
-    gy = (py - oy) / h
-    gz = (pz - oz) / h
-    i = min(max(int(np.floor(gx)), 0), nx - 2)
-    j = min(max(int(np.floor(gy)), 0), ny - 2)
-    k = min(max(int(np.floor(gz)), 0), nz - 2)
-    tx = gx - i
-    ty = gy - j
-    tz = gz - k
-    c00 = values[i, j, k] * (1.0 - tx) + values[i + 1, j, k] * tx
-    c10 = values[i, j + 1, k] * (1.0 - tx) + values[i + 1, j + 1, k] * tx
-    c01 = values[i, j, k + 1] * (1.0 - tx) + values[i + 1, j, k + 1] * tx
-    c11 = values[i, j + 1, k + 1] * (1.0 - tx) + values[i + 1, j + 1, k + 1] * tx
-    c0 = c00 * (1.0 - ty) + c10 * ty
-    c1 = c01 * (1.0 - ty) + c11 * ty
-    return c0 * (1.0 - tz) + c1 * tz
 
 
 @njit
@@ -134,7 +113,7 @@ def pullback_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n
                     xc = cx - ux
                     yc = cy - uy
                     zc = cz - uz
-                    c[a * 4 + b * 2 + d] = _trilinear_at(phi0, origin[0], origin[1], origin[2], h, xc, yc, zc)
+                    c[a * 4 + b * 2 + d] = trilinear_at(phi0, origin[0], origin[1], origin[2], h, xc, yc, zc)
         out[p] = _interp_corners(c, gx - i, gy - j, gz - k, h, grad, p)
 
 
