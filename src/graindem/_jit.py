@@ -12,6 +12,8 @@ safe because every division in the kernels is guarded by the algorithm itself.
 
 import hashlib
 import os
+import shutil
+import time
 from pathlib import Path
 
 import numba
@@ -28,11 +30,26 @@ def _source_hash():
     return h.hexdigest()[:16]
 
 
+def _prune_stale_caches(base, current, min_age_s=3600.0):
+    """Every edit starts a new cache directory; drop those of other source versions once unused for
+    an hour (a process still running an older version keeps its cache until then)."""
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    now = time.time()
+    for entry in entries:
+        if entry.name != current and entry.is_dir() and now - entry.stat().st_mtime > min_age_s:
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
 def _configure_cache():
     if os.environ.get("NUMBA_CACHE_DIR"):
         return  # the user chose a cache directory explicitly
     base = os.environ.get("GRAINDEM_NUMBA_CACHE") or str(Path(__file__).resolve().parent / "__pycache__" / "numba")
-    numba.config.CACHE_DIR = os.path.join(base, _source_hash())
+    current = _source_hash()
+    numba.config.CACHE_DIR = os.path.join(base, current)
+    _prune_stale_caches(base, current)
 
 
 _configure_cache()
