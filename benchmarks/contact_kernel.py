@@ -15,6 +15,15 @@ median of the per-round ratios of time per update.
 
     python benchmarks/contact_kernel.py --json results/bench/contact_kernel.json [--quick]
 
+Also replayed (unless --no-trace): the movements of 300 contacts recorded from the engine's
+biaxial test (benchmarks/jaeger_trace.py -> benchmarks/data/jaeger_biaxial_trace.npz; 1000
+spheres, steps 1000-1400 at Kuhn's strain rate), tiled over the contacts with time shifts, for
+mindlin and jaeger with and without energy accounting, with the trace's kappa and mu (a copy that
+reaches the trace's end is reset, untimed, and starts it again). Its mix is
+far from the synthetic one: 8 % elastic, 70 % partial slip, 22 % gross sliding, half the steps
+unloading (synthetic: 60 / 38 / 2 %, a fifth unloading), and histories are short (~5 points
+against ~88). Reported under "trace" in the JSON.
+
 Bytes per contact = the contact's state rows (fs + ist) + mean history points x 36 B.
 JSON: "laws" and "ratio_jaeger_mindlin" are the default configuration (energy counted);
 "laws_without_energy" and "ratio_jaeger_mindlin_without_energy" the same laws with P_ENERGY = 0.
@@ -40,6 +49,17 @@ from graindem.contact.store import BYTES_PER_POINT
 from graindem.demo_contact import MATERIAL, DemLikeMovements
 
 ROW_BYTES = S.N_FSTATE * 8 + S.N_ISTATE * 8
+TRACE = Path(__file__).resolve().parent / "data" / "jaeger_biaxial_trace.npz"
+TRACE_LAWS = ("mindlin", "jaeger")
+
+
+def _trace_module():
+    """benchmarks/jaeger_trace.py, loaded by path (this file is also loaded by path from tests)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("jaeger_trace_bench", Path(__file__).resolve().parent / "jaeger_trace.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 XI_VARIANTS = (0.1, 0.2)
 
 FULL = dict(contacts=20_000, warmup_steps=300, block_steps=20, rounds=7, budget_s=1.0)
@@ -77,6 +97,8 @@ def parse_args(argv):
     p.add_argument("--contacts", type=int, help="number of contacts per law (overrides the preset)")
     p.add_argument("--rounds", type=int, help="timed rounds per law (overrides the preset)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-trace", action="store_true",
+                   help="skip the replay of the recorded biaxial movements (benchmarks/data/jaeger_biaxial_trace.npz)")
     p.add_argument("--breakdown", action="store_true",
                    help="also time the bare law kernels (no dispatcher bookkeeping) on copies of the same states "
                         "(compiles them first, not cached: about 20 s more)")
@@ -108,7 +130,7 @@ def advance_timed(batch, delta, ds, kernel=advance_contacts):
     return time.thread_time() - c0, time.perf_counter() - w0
 
 
-def run(cfg, seed=1, log=print, breakdown=False):
+def run(cfg, seed=1, log=print, breakdown=False, trace=True):
     n = cfg["contacts"]
     variants = {law: ContactBatch(law, n, **MATERIAL) for law in TANGENTIAL_LAWS}
     for law in TANGENTIAL_LAWS:
@@ -117,6 +139,31 @@ def run(cfg, seed=1, log=print, breakdown=False):
         variants[f"jaeger_xi{xi:g}"] = ContactBatch("jaeger", n, **MATERIAL, xi=xi)
     prm = variants["jaeger"].prm
     moves = DemLikeMovements(n, prm[S.P_RSTAR], prm[S.P_MU], prm[S.P_KAPPA], seed=seed)
+    # The replay of movements recorded from the engine's biaxial test (benchmarks/jaeger_trace.py),
+    # with the trace's kappa and mu (the step kinds depend on them).
+    trace_moves = None
+    if trace and TRACE.exists():
+        trace_mod = _trace_module()
+        trace_moves = trace_mod.TraceMovements(TRACE, n)
+        material = trace_moves.material(**MATERIAL)
+        for law in TRACE_LAWS:
+            variants[f"trace:{law}"] = ContactBatch(law, n, **material)
+            variants[f"trace:{law}_noenergy"] = ContactBatch(law, n, **material, energy=False)
+
+    def next_steps():
+        if trace_moves is None:
+            return moves.next_step(), None
+        delta, ds = trace_moves.next_step()
+        return moves.next_step(), (delta, ds, trace_moves.restart.copy())
+
+    def movement(name, pair, batch):
+        """The movement of this step for the variant; a trace variant first resets (untimed) the
+        contacts that start the trace again."""
+        if not name.startswith("trace:"):
+            return pair[0]
+        delta, ds, restart = pair[1]
+        trace_mod.reset_contacts(batch, restart)
+        return delta, ds
 
     t0 = time.perf_counter()
     # Compile advance_contacts (or load it from the cache) on a throw-away batch, outside any timing.
@@ -127,15 +174,15 @@ def run(cfg, seed=1, log=print, breakdown=False):
     t1 = time.perf_counter()
     # The warm-up grows the jaeger histories to their steady lengths (see DemLikeMovements).
     for _ in range(cfg["warmup_steps"]):
-        delta, ds = moves.next_step()
-        for batch in variants.values():
-            advance_timed(batch, delta, ds)
+        pair = next_steps()
+        for name, batch in variants.items():
+            advance_timed(batch, *movement(name, pair, batch))
     log(f"compilation/cache load {t1 - t0:.1f} s; warm-up {cfg['warmup_steps']} steps x {n} contacts x "
         f"{len(variants)} variants {time.perf_counter() - t1:.1f} s")
 
     if breakdown:
         # Twins of the batches in the same state, advanced by the bare law kernels from here on.
-        for name in list(variants):
+        for name in [k for k in variants if not k.startswith("trace:")]:
             src = variants[name]
             twin = ContactBatch(src.law_name, n, prm=src.prm.copy())
             twin.fs[:] = src.fs
@@ -148,15 +195,17 @@ def run(cfg, seed=1, log=print, breakdown=False):
     updates = {name: [] for name in names}
     lengths = {name: [] for name in names}
     kinds = np.zeros(4)
+    trace_kinds = np.zeros(4)
     for r in range(cfg["rounds"]):
-        block = [moves.next_step() for _ in range(cfg["block_steps"])]
+        block = [next_steps() for _ in range(cfg["block_steps"])]
         order = names[r % len(names):] + names[:r % len(names)]
         for name in order:
             batch = variants[name]
             elapsed = elapsed_wall = 0.0
             timed_steps = 0
             kernel = bare_law_kernels if name.startswith("bare:") else advance_contacts
-            for delta, ds in block:
+            for pair in block:
+                delta, ds = movement(name, pair, batch)
                 if elapsed < cfg["budget_s"]:
                     cpu, w = advance_timed(batch, delta, ds, kernel)
                     elapsed += cpu
@@ -169,6 +218,8 @@ def run(cfg, seed=1, log=print, breakdown=False):
                 lengths[name].append(batch.ist[:, S.I_LEN].mean())
                 if name == "jaeger":
                     kinds += np.bincount(batch.fs[:, S.F_KIND].astype(np.int64), minlength=4)[:4]
+                elif name == "trace:jaeger":
+                    trace_kinds += np.bincount(batch.fs[:, S.F_KIND].astype(np.int64), minlength=4)[:4]
             seconds[name].append(elapsed)
             wall[name].append(elapsed_wall)
             updates[name].append(n * timed_steps)
@@ -198,13 +249,28 @@ def run(cfg, seed=1, log=print, breakdown=False):
     result["ratio_jaeger_mindlin_without_energy"] = statistics.median(ratios)
     result["ratio_jaeger_mindlin_without_energy_rounds"] = ratios
     result["jaeger_xi"] = {f"{xi:g}": law_record(f"jaeger_xi{xi:g}") for xi in XI_VARIANTS}
-    touching = kinds[1:].sum()
-    result["jaeger_step_kinds"] = {
-        "elastic": kinds[S.KIND_ELASTIC] / touching if touching else 0.0,
-        "partial_slip": kinds[S.KIND_PARTIAL_SLIP] / touching if touching else 0.0,
-        "gross_sliding": kinds[S.KIND_GROSS_SLIDING] / touching if touching else 0.0,
-        "separated_share_of_all": kinds[S.KIND_SEPARATED] / kinds.sum() if kinds.sum() else 0.0,
-    }
+    def kind_shares(k):
+        touching = k[1:].sum()
+        return {
+            "elastic": k[S.KIND_ELASTIC] / touching if touching else 0.0,
+            "partial_slip": k[S.KIND_PARTIAL_SLIP] / touching if touching else 0.0,
+            "gross_sliding": k[S.KIND_GROSS_SLIDING] / touching if touching else 0.0,
+            "separated_share_of_all": k[S.KIND_SEPARATED] / k.sum() if k.sum() else 0.0,
+        }
+
+    result["jaeger_step_kinds"] = kind_shares(kinds)
+    if trace_moves is not None:
+        # The same measures on the replayed biaxial trace (the contract keys above stay those of
+        # the synthetic mix).
+        result["trace"] = {
+            "file": str(TRACE.relative_to(Path(__file__).resolve().parents[1])),
+            "laws": {law: law_record(f"trace:{law}") for law in TRACE_LAWS},
+            "laws_without_energy": {law: law_record(f"trace:{law}_noenergy") for law in TRACE_LAWS},
+            "ratio_jaeger_mindlin": statistics.median(ratio_rounds("trace:jaeger", "trace:mindlin")),
+            "ratio_jaeger_mindlin_without_energy": statistics.median(
+                ratio_rounds("trace:jaeger_noenergy", "trace:mindlin_noenergy")),
+            "jaeger_step_kinds": kind_shares(trace_kinds),
+        }
     result["jaeger_max_history_length"] = int(variants["jaeger"].ist[:, S.I_LEN].max())
     if breakdown:
         result["bare_law_kernels"] = {name[5:]: law_record(name) for name in names if name.startswith("bare:")}
@@ -225,7 +291,7 @@ def run(cfg, seed=1, log=print, breakdown=False):
 def main(argv=None):
     args, cfg = parse_args(sys.argv[1:] if argv is None else argv)
     t0 = time.perf_counter()
-    result = run(cfg, seed=args.seed, breakdown=args.breakdown)
+    result = run(cfg, seed=args.seed, breakdown=args.breakdown, trace=not args.no_trace)
     result["wall_time_s"] = time.perf_counter() - t0
     rows = (list(result["laws"].items()) + [(f"{k} -energy", v) for k, v in result["laws_without_energy"].items()]
             + [(f"jaeger xi={k}", v) for k, v in result["jaeger_xi"].items()])
@@ -240,6 +306,15 @@ def main(argv=None):
     print(f"jaeger/mindlin time per update: {result['ratio_jaeger_mindlin']:.2f} with energy accounting, "
           f"{result['ratio_jaeger_mindlin_without_energy']:.2f} without (goal <= 2); "
           f"jaeger step kinds: " + ", ".join(f"{k} {v:.3f}" for k, v in result["jaeger_step_kinds"].items()))
+    if "trace" in result:
+        tr = result["trace"]
+        for key, label in (("laws", ""), ("laws_without_energy", " -energy")):
+            for law, rec in tr[key].items():
+                print(f"trace {law + label:16s} {rec['updates_per_s'] / 1e6:7.2f} M updates/s  {rec['ns_per_update']:7.1f} ns/update  "
+                      f"mean history {rec['mean_history_length']:.1f}")
+        print(f"biaxial trace: jaeger/mindlin time per update {tr['ratio_jaeger_mindlin']:.2f} with energy accounting, "
+              f"{tr['ratio_jaeger_mindlin_without_energy']:.2f} without; jaeger step kinds: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in tr["jaeger_step_kinds"].items()))
     if args.json:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)

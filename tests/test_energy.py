@@ -315,3 +315,101 @@ def test_batch_matches_single_contact():
         assert batch.dissipation[0] == pytest.approx(sc.dissipation, rel=1e-12, abs=1e-300)
         assert batch.tangential_work[0] == pytest.approx(sc.tangential_work, rel=1e-12, abs=1e-300)
         assert batch.elastic_energy()[0] == pytest.approx(sc.elastic_energy(), rel=1e-12)
+
+
+def _gross_sliding_contact(rng):
+    """A contact sliding grossly: one slip segment from the origin (first touch beyond the cone)."""
+    sc = SingleContact("jaeger", mu=MU, **REAL)
+    delta = 1e-3 * sc.prm[S.P_RSTAR]
+    angle = rng.uniform(0.0, 2.0 * math.pi)
+    sc.step(delta, 1.5 * MU * sc.prm[S.P_KAPPA] * delta * np.array([math.cos(angle), math.sin(angle)]))
+    assert int(sc.ist[0, S.I_LEN]) == 1 and sc.fs[0, S.F_KIND] == S.KIND_GROSS_SLIDING
+    return sc
+
+
+def test_gross_sliding_integrals_match_the_general_integrator():
+    """The O(1) path for movements that keep a contact sliding grossly (laws.contact_step) against
+    (a) the general integrator (probes of the history state along the movement, breakpoints,
+    adaptive Gauss-Legendre to 1e-9) and (b) scipy's quad of T = mu N(delta(t)) u(t) written here."""
+    from scipy.integrate import quad
+
+    from graindem.contact import energy
+    from graindem.contact.jaeger import F_SX, F_SY
+
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(40):
+        sc = _gross_sliding_contact(rng)
+        prm, fs, ist, st = sc.prm, sc.fs, sc.ist, sc.store
+        kappa_mu = prm[S.P_KAPPA] * MU
+        d0 = fs[0, S.F_DELTA]
+        sk = fs[0, F_SX:F_SY + 1].copy()
+        u0 = sk / np.linalg.norm(sk)
+        d1 = d0 * math.exp(rng.normal(0.0, 0.1))
+        # along u0 by more than the cone grows, plus a sideways part: slides all along
+        w = u0 * (kappa_mu * max(d1 - d0, 0.0) + rng.uniform(0.01, 0.5) * kappa_mu * d0) \
+            + np.array([-u0[1], u0[0]]) * rng.normal(0.0, 0.3) * kappa_mu * d0
+        assert energy.gross_sliding_keeps(prm, fs, ist, 0, w[0], w[1], d1 - d0)
+        W, D, ok = energy.gross_sliding_integrals(prm, d0, d1, sk[0], sk[1], w[0], w[1])
+        assert ok
+        Wg, Dg = energy.jaeger_movement_integrals(prm, fs, ist, 0, st.pts, st.nxt, d0, d1, w[0], w[1])
+        cn = prm[S.P_CN]
+
+        def power(t, dissipated):
+            dt = d0 + t * (d1 - d0)
+            a = sk + t * w
+            u_dot_w = float(a @ w) / float(np.linalg.norm(a))
+            return MU * cn * dt ** 1.5 * (u_dot_w - kappa_mu * (d1 - d0) if dissipated else u_dot_w)
+
+        Wq = quad(power, 0.0, 1.0, args=(False,), epsabs=0.0, epsrel=1e-13)[0]
+        Dq = quad(power, 0.0, 1.0, args=(True,), epsabs=0.0, epsrel=1e-13)[0]
+        scale = MU * cn * max(d0, d1) ** 1.5 * (np.linalg.norm(w) + kappa_mu * abs(d1 - d0))
+        for got, ref in ((W, Wg), (D, Dg), (W, Wq), (D, Dq)):
+            assert abs(got - ref) <= 1e-9 * scale, (got, ref, scale)
+        assert D > 0.0
+        checked += 1
+    assert checked == 40
+
+
+def test_gross_sliding_fast_path_keeps_the_balance():
+    """Through contact_step (fast path taken): E_t + D = W_t, W_t against the test's own quadrature
+    of the forces of copies stepped part-way (reference_work_2d)."""
+    rng = np.random.default_rng(8)
+    sc = _gross_sliding_contact(rng)
+    kappa_mu = sc.prm[S.P_KAPPA] * MU
+    W_ref = sc.tangential_work
+    scale = 0.0
+    delta, s = sc.fs[0, S.F_DELTA], sc.s_prev.copy()
+    for _ in range(6):
+        u = s / np.linalg.norm(s)
+        d_new = delta * math.exp(rng.normal(0.0, 0.05))
+        s_new = s + u * (kappa_mu * max(d_new - delta, 0.0) + 0.2 * kappa_mu * delta)
+        W_ref += reference_work_2d(sc, d_new, s_new)
+        N0 = sc.N
+        sc.step(d_new, s_new)
+        assert sc.fs[0, S.F_KIND] == S.KIND_GROSS_SLIDING
+        scale += MU * max(N0, sc.N) * float(np.linalg.norm(s_new - s))
+        delta, s = d_new, s_new
+    assert sc.tangential_work == pytest.approx(W_ref, abs=1e-8 * scale)
+    assert sc.tangential_energy() + sc.dissipation == pytest.approx(W_ref, abs=1e-8 * scale)
+
+
+def test_movement_from_the_edge_of_the_cone_balances():
+    """A contact whose one elastic segment has |p| = mu (1 - 1e-10) (as a change of law leaves a
+    sliding contact) then slides: the cut sweeps the segment within ~1e-7 of the movement, where
+    the integrator stops splitting panels (MIN_PANEL_WIDTH). E_t + D = W_t against the test's own
+    quadrature, to 1e-7 of the movement's scale."""
+    sc = SingleContact("jaeger", mu=MU, **REAL)
+    kappa_mu = sc.prm[S.P_KAPPA] * MU
+    d0 = 1e-3 * sc.prm[S.P_RSTAR]
+    s0 = np.array([0.6, 0.8]) * kappa_mu * d0 * (1.0 - 1e-10)
+    sc.step(d0, s0)
+    assert int(sc.ist[0, S.I_LEN]) == 1 and sc.fs[0, S.F_KIND] == S.KIND_ELASTIC
+    d1 = 1.05 * d0
+    s1 = s0 + np.array([-0.3, 0.9]) * kappa_mu * d0 * 0.1
+    W_ref = sc.tangential_work + reference_work_2d(sc, d1, s1, panels=192)
+    sc.step(d1, s1)
+    assert sc.fs[0, S.F_KIND] == S.KIND_GROSS_SLIDING
+    scale = MU * sc.N * float(np.linalg.norm(s1 - s0))
+    assert sc.tangential_work == pytest.approx(W_ref, abs=1e-7 * scale)
+    assert sc.tangential_energy() + sc.dissipation == pytest.approx(W_ref, abs=1e-7 * scale)

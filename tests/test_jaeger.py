@@ -751,3 +751,19 @@ def test_xi_shortens_histories_with_small_force_error(tang, capsys):
         # The notes report errors <= 1.1e-2 mu N at xi = 0.5 on such paths; allow a margin.
         assert err[xi] <= 0.05
     assert len_approx[0.5] <= len_approx[0.2] <= len_approx[0.1]
+
+
+@pytest.mark.parametrize("gap, slip", [(0.0, True), (1e-13, True), (1e-10, False), (1e-3, False)])
+def test_slope_within_eps_p_of_the_cone_is_a_slip_segment(gap, slip):
+    """Notes section 5: slip segments carry A = 0 exactly. A new segment whose slope is within
+    EPS_P = 1e-12 (relative) of mu is stored as a slip segment of slope exactly mu; one further
+    from the cone stays elastic with its own slope."""
+    from graindem.contact.store import link_slip
+
+    sc = SingleContact("jaeger", R1=2.0, R2=2.0, E=1.5, nu=0.0, mu=0.5)
+    sc.step(4.0, [0.6 * 2.0 * (1.0 - gap), 0.8 * 2.0 * (1.0 - gap)])   # kappa mu delta = 2
+    head = int(sc.ist[0, 0])
+    assert bool(link_slip(sc.store.nxt, head)) is slip
+    p = sc.store.pts[head, 2:4]
+    expected = 0.5 if slip else 0.5 * (1.0 - gap)
+    assert np.hypot(*p) == pytest.approx(expected, rel=1e-15)

@@ -241,7 +241,9 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
             py = ry * inv
             pn = rn * inv
             slip = False
-            if pn >= mu:
+            # A slope within EPS_P of the cone is a slip segment: left elastic, its A = mu^2 - |p|^2
+            # would be rounding noise, and the cut inside it (5e) noise too (section 5).
+            if pn >= mu * (1.0 - EPS_P):
                 if pn > 0.0:
                     px *= mu / pn
                     py *= mu / pn
