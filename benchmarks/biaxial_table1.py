@@ -33,22 +33,29 @@ from graindem.engine import checkpoint, kernels as K  # noqa: E402
 from graindem.scenarios.biaxial import prepared_packing, start_test  # noqa: E402
 
 
+def _pair_scratch(sim):
+    """The pair loop's scratch rows (run_steps allocates them; here the caller does)."""
+    cap = sim.pi.shape[0]
+    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
+
+
 def timed_split_run(sim, steps):
     """Run `steps` steps calling the force kernel separately; returns (force_cpu_s, total_cpu_s)."""
     sim.setup()
     force_t = 0.0
     t_start = time.process_time()
     st = sim.store
-    prm = sim.prm.copy()
+    prm = np.full(K.N_PRM, -1.0)  # scratch record of the force loops
     skin = sim.ctl[K.CTL_SKIN]
     cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
     for _ in range(steps):
         if st.n_free < int(sim.ictl[K.ICTL_NPAIRS]) + 1:
             st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + 1024)
+        sc, act = _pair_scratch(sim)
         t0 = time.process_time()
-        ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, sim.mass, sim.prm, prm,
-                           sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq,
-                           st.pts, st.nxt, st.meta, sim.acc, sim.out)
+        ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
+                           sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
+                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act)
         force_t += time.process_time() - t0
         if not ok:
             raise RuntimeError("diverged")

@@ -25,8 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from graindem.engine import kernels as K  # noqa: E402
 from graindem.engine.simulation import Simulation  # noqa: E402
 
-PARTICLE_ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "pos_build", "pstart")
-PAIR_ARRAYS = ("pi", "pj", "pfs", "pist", "pcq", "qi", "qj", "qfs", "qist", "qcq")
+PARTICLE_ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "pos_build", "pstart",
+                   "pmat", "pid")
+PAIR_ARRAYS = ("pi", "pj", "pfs", "pist", "pcq", "pk", "pm", "qi", "qj", "qfs", "qist", "qcq")
 
 
 def fcc(m, r=1e-3, overlap=1e-4, seed=0):
@@ -39,10 +40,13 @@ def fcc(m, r=1e-3, overlap=1e-4, seed=0):
     return pos, radii, m * a, rng
 
 
-def measure(m, law, steps):
+def measure(m, law, steps, shuffle=False, sort=False):
     pos, r, L, rng = fcc(m)
+    if shuffle:
+        order = rng.permutation(len(r))
+        pos, r = pos[order], r[order]
     sim = Simulation(law=law, E=70e9, nu=0.25, mu=0.5, density=2500.0, max_initial_overlap=0.05,
-                     reference_overlap=2e-6 * r.max())
+                     reference_overlap=2e-6 * r.max(), sort_particles=sort)
     sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
     sim.add_particles(pos, r, velocities=rng.normal(size=pos.shape) * 1e-4)
     sim.setup()
@@ -71,7 +75,14 @@ def main(argv=None):
     ap.add_argument("--law", default="mindlin")
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--order-study", action="store_true",
+                    help="particle order only: N = 4000 and 62,500, crystal order or shuffled, with and without "
+                         "sort_particles, alternating, best of --rounds")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--sort", action="store_true", help="sort_particles=True in the N sweep")
     args = ap.parse_args(argv)
+    if args.order_study:
+        return order_study(args)
     ms = [6, 8, 11, 16, 22, 32, 47, 63]
     if args.quick:
         ms = [6, 8, 16, 24]
@@ -82,7 +93,7 @@ def main(argv=None):
             break
         steps = int(min(400, max(20, 4e7 / n)))
         try:
-            res = measure(m, args.law, steps)
+            res = measure(m, args.law, steps, sort=args.sort)
         except MemoryError:
             print(f"N = {n}: out of memory, stopping", flush=True)
             break
@@ -90,7 +101,31 @@ def main(argv=None):
         print(f"N = {res['n']:8d}: {res['particle_steps_per_s'] / 1e6:6.2f} M particle-steps/s, "
               f"{res['contact_steps_per_s'] / 1e6:6.2f} M contact-steps/s, {res['ns_per_particle_step']:.0f} ns per "
               f"particle-step, {res['bytes_per_particle_total']:.0f} bytes per particle", flush=True)
-    out = {"law": args.law, "rows": rows, "timing": "CPU seconds of this process, single thread"}
+    out = {"law": args.law, "rows": rows, "sort_particles": args.sort,
+           "timing": "CPU seconds of this process, single thread"}
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def order_study(args):
+    """Cost of a random particle order and what renumbering in cell order (sort_particles) buys."""
+    variants = [("crystal order", False, False), ("crystal order, sorted", False, True),
+                ("shuffled", True, False), ("shuffled, sorted", True, True)]
+    out = {"law": args.law, "timing": "CPU seconds of this process, single thread; best of rounds", "sizes": {}}
+    for m in (10, 25):
+        n = 4 * m ** 3
+        steps = int(min(400, max(40, 4e7 / n)))
+        best = {}
+        for rnd in range(args.rounds):
+            for name, shuffle, sort in variants:
+                res = measure(m, args.law, steps, shuffle=shuffle, sort=sort)
+                rate = res["particle_steps_per_s"]
+                best[name] = max(best.get(name, 0.0), rate)
+                print(f"round {rnd} N = {n}: {name:22s} {rate / 1e6:6.2f} M particle-steps/s", flush=True)
+        out["sizes"][str(n)] = best
+        print(f"N = {n}: " + ", ".join(f"{k} {v / 1e6:.2f}" for k, v in best.items()), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
         print(f"wrote {args.json}")

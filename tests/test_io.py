@@ -396,7 +396,7 @@ BAD = [
     ("[material]\nmu = inf", "material.mu must be"),
     ('[contact]\nlaw = "mindlen"', "contact.law must be one of .*did you mean 'mindlin'"),
     ("[contact]\nlw = 'jaeger'", "unknown key contact.lw; did you mean 'law'"),
-    ("[materials]\nE = 1e9", r"unknown section \[materials\]; did you mean 'material'"),
+    ("[materal]\nE = 1e9", r"unknown section \[materal\]; did you mean 'material'"),
     ("steps = 5", "unknown top-level key 'steps'.*'simulation.steps'"),
     ("[simulation]\ndt = 1e-8\ndt_fraction = 0.1", "simulation.dt and simulation.dt_fraction cannot both be given"),
     ('[particles]\nfile = "a.csv"\nn = 10', "particles.file and particles.n cannot both be given"),
@@ -613,3 +613,35 @@ def test_timeseries_bad_rows(tmp_path):
         timeseries.TimeSeriesWriter(tmp_path / "t", ["a", "a"])
     with pytest.raises(FileNotFoundError, match="none.csv"):
         timeseries.read_timeseries(tmp_path / "none.csv")
+
+
+def test_materials_section_is_validated(tmp_path):
+    ok = scenario.validate_scenario({"materials": {"E": [5e9, 1e9], "nu": [0.3, 0.2], "density": [1e3, 2e3],
+                                                   "mu": [0.2, 0.1], "fraction": [0.25, 0.5],
+                                                   "pair_friction": [0, 2, 0.05]}})
+    assert ok["materials"]["E"] == [5e9, 1e9] and ok["materials"]["pair_friction"] == [0.0, 2.0, 0.05]
+    assert scenario.validate_scenario({})["materials"]["E"] == []  # one material by default
+    one = {"E": [5e9], "nu": [0.3], "density": [1e3], "mu": [0.2]}
+    cases = [({"E": [5e9]}, "materials.nu must give one value per further material"),
+             ({**one, "nu": [0.5]}, r"materials.nu\[0\] must be a list of numbers, each >= 0 and < 0.5"),
+             ({**one, "fraction": [1.2]}, r"materials.fraction\[0\]"),
+             ({**one, "fraction": [0.5, 0.5]}, "one share per further material"),
+             ({**one, "pair_friction": [0, 1]}, "triples"),
+             ({**one, "pair_friction": [0, 2, 0.1]}, r"material indices in \[0, 1\]"),
+             ({**one, "E": 5e9}, "materials.E must be a list of numbers")]
+    for given, message in cases:
+        with pytest.raises(ValueError, match=message):
+            scenario.validate_scenario({"materials": given})
+    with pytest.raises(ValueError, match="fifth CSV column"):
+        scenario.validate_scenario({"materials": {**one, "fraction": [0.5]}, "particles": {"file": "p.csv"}})
+
+
+def test_packing_csv_fifth_column_gives_materials(tmp_path):
+    from graindem.engine.cli import read_packing_csv
+    f = tmp_path / "p.csv"
+    f.write_text("x,y,z,r,material\n0,0,0,1e-3,0\n0.01,0,0,1e-3,1\n")
+    pos, r, mats = read_packing_csv(f, with_materials=True)
+    assert mats.tolist() == [0, 1] and r.tolist() == [1e-3, 1e-3]
+    f.write_text("0,0,0,1e-3,0.5\n")
+    with pytest.raises(ValueError, match="fifth column must be a material index"):
+        read_packing_csv(f)

@@ -52,9 +52,12 @@ def run_scenario(config, out, steps=None, quiet=False):
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     material = {"E": mat["E"], "nu": mat["nu"], "density": mat["density"], "mu": mat["mu"]}
+    more = config.get("materials") or {}
+    materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
     restitution = mat["restitution"] if mat["restitution"] < 1.0 else None
     if part["file"]:
         sim = packing_from_file(part["file"], config["boundary"]["box"], material, load["confining_stress"],
+                                materials=materials,
                                 cache=out / "packing.h5", mu_prep=load["preparation_mu"],
                                 dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
                                 allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution,
@@ -64,7 +67,8 @@ def run_scenario(config, out, steps=None, quiet=False):
                                  cache=out / "packing.h5", radius=part["radius_mean"], spread=part["radius_spread"],
                                  material=material, mu_prep=load["preparation_mu"], announce=announce,
                                  dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
-                                 allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution)
+                                 allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution,
+                                 materials=materials)
     sim.verbose = announce is not None  # dt changes of the adaptive step are announced through sim.message
     if sim_cfg["adaptive_dt"]:
         sim.set_adaptive_dt(True, sim_cfg["adaptive_dt_interval"])
@@ -97,8 +101,10 @@ def run_scenario(config, out, steps=None, quiet=False):
     return _finish(sim, test, out, rate, t0, announce, config)
 
 
-def read_packing_csv(path):
-    """(positions (n, 3), radii (n,)) from a CSV of x,y,z,r rows (m); one header line is allowed."""
+def read_packing_csv(path, with_materials=False):
+    """(positions (n, 3), radii (n,)) from a CSV of x,y,z,r rows (m); one header line is allowed.
+    An optional fifth column gives each sphere's material index; with_materials=True also returns
+    them (zeros without that column)."""
     import numpy as np
     path = Path(path)
     if not path.is_file():
@@ -114,18 +120,30 @@ def read_packing_csv(path):
         data = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
     except ValueError as exc:
         raise ValueError(f"particles.file {str(path)!r} is not a CSV of numbers x,y,z,r: {exc}") from None
-    if data.shape[0] == 0 or data.shape[1] != 4:
-        raise ValueError(f"particles.file {str(path)!r} must hold rows of 4 numbers x,y,z,r; got shape {data.shape}")
+    if data.shape[0] == 0 or data.shape[1] not in (4, 5):
+        raise ValueError(f"particles.file {str(path)!r} must hold rows of 4 numbers x,y,z,r (and optionally a "
+                         f"fifth, the material index); got shape {data.shape}")
     bad = np.flatnonzero(~np.all(np.isfinite(data), axis=1) | (data[:, 3] <= 0.0))
     if bad.size:
         raise ValueError(f"particles.file {str(path)!r}: line {int(bad[0]) + 1 + skip} must have finite x,y,z "
                          f"and r > 0; got {data[bad[0]].tolist()}")
+    mats = np.zeros(data.shape[0], dtype=np.int64)
+    if data.shape[1] == 5:
+        col = data[:, 4]
+        bad = np.flatnonzero((col != np.round(col)) | (col < 0))
+        if bad.size:
+            raise ValueError(f"particles.file {str(path)!r}: line {int(bad[0]) + 1 + skip}: the fifth column must be "
+                             f"a material index (an integer >= 0); got {col[bad[0]]!r}")
+        mats = col.astype(np.int64)
+    if with_materials:
+        return data[:, :3].copy(), data[:, 3].copy(), mats
     return data[:, :3].copy(), data[:, 3].copy()
 
 
 def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt_fraction=0.2, dt=None,
                       allow_unstable_dt=False, restitution=None, max_initial_overlap=0.05, announce=None,
-                      strain_per_step=2e-5, tolerance=0.005, unbalanced=1e-3, check_every=500, max_steps=200000):
+                      strain_per_step=2e-5, tolerance=0.005, unbalanced=1e-3, check_every=500, max_steps=200000,
+                      materials=None):
     """A periodic packing read from a CSV (read_packing_csv), brought to the isotropic `pressure` by
     the cell's stress servo as engine.prepare does for random packings, cached in `cache`.
 
@@ -136,10 +154,17 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
     from ..contact.hertz import contact_params
     from ..engine import checkpoint
     from ..engine.simulation import Simulation
-    pos, r = read_packing_csv(path)
+    from ..engine.prepare import add_materials, restore_friction
+    pos, r, mats = read_packing_csv(path, with_materials=True)
+    nmat = 1 + (len(materials["E"]) if materials else 0)
+    if mats.size and mats.max() >= nmat:
+        raise ValueError(f"particles.file {str(path)!r}: material index {int(mats.max())} is not defined "
+                         f"(materials 0..{nmat - 1}: [material] and the lists of [materials])")
     want = {"file_sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest(), "box": box,
             "material": dict(material), "pressure": pressure, "mu_prep": mu_prep, "dt_fraction": dt_fraction,
             "dt": dt, "restitution": restitution}
+    if materials:
+        want["materials"] = materials
     if cache is not None and Path(cache).exists():
         sim, extra = checkpoint.load(cache)
         if extra and extra.get("packing_file") == want:
@@ -160,7 +185,7 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
                      local_damping=0.7, dt_fraction=dt_fraction, dt=dt, allow_unstable_dt=allow_unstable_dt,
                      restitution=restitution, reference_overlap=overlap, max_initial_overlap=max_initial_overlap)
     sim.set_box((0.0, 0.0, 0.0), L, periodic=(True, True, True))
-    sim.add_particles(pos, r)
+    sim.add_particles(pos, r, material=add_materials(sim, materials, len(r), mu_prep=mu_prep, material_of=mats))
     sim.setup()
     rate = strain_per_step / sim.dt
     for k in range(3):
@@ -175,7 +200,7 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
         m = sim.measure()
         ok = abs(m["pressure"] / pressure - 1.0) < tolerance and m["unbalanced_force_ratio"] < unbalanced
         good = good + 1 if ok else 0
-    sim.set_friction(material["mu"])
+    restore_friction(sim, material["mu"], materials)
     for k in range(3):
         sim.control_axis(k, strain_rate=0.0)
     if announce:
@@ -196,7 +221,9 @@ def _finish(sim, test, out, rate, t0, announce, config):
     summary = B.summarize(rows, test["law"], sim.n, sim.step_count - test["start_step"], rate)
     summary["runtime_s"] = time.perf_counter() - t0
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    if announce:
+    if announce and summary["peak_stress_ratio"] is None:
+        announce(f"no output step in this run ({rate:.0f} steps/s); wrote {out / 'summary.json'}")
+    elif announce:
         announce(f"peak stress ratio {summary['peak_stress_ratio']:.3f}; {summary['mean_contacts']:.0f} contacts; "
                  f"{rate:.0f} steps/s; wrote {out / 'summary.json'}")
     return summary

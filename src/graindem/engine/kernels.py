@@ -4,14 +4,20 @@ Everything a step does runs inside `run_steps`, one njit call for many steps; it
 Python only when it is done, when the history store or the pair arrays need to grow, or when the
 run diverged (see STATUS_*). All arrays are plain float64/int64 numpy arrays; the layouts:
 
-particles (N rows): pos, vel, omega, force, torque (N, 3); quat (N, 4); radius, mass, inertia (N,)
-    `vel` is the velocity relative to the homogeneous (affine) flow of a deforming periodic cell.
-pairs: half neighbour list grouped by the lower index i (CSR offsets `pstart`, N + 1), pair rows
+particles (N rows): pos, vel, omega, force, torque (N, 3); quat (N, 4); radius, mass, inertia (N,);
+    pid (N,) the particle's index in the order it was added (rows are renumbered in cell order
+    at rebuilds when ictl[ICTL_SORT] is set); pmat (N + n_walls,) the material of each particle,
+    then of each wall. `vel` is the velocity relative to the homogeneous (affine) flow of a
+    deforming periodic cell.
+pairs: half neighbour list grouped by the lower index (CSR offsets `pstart`, N + 1), pair rows
     pi, pj (cap,), contact state pfs (cap, N_FSTATE), pist (cap, N_ISTATE), frame quaternion pcq (cap, 4);
-    a second set of the same shape (q*) is scratch for rebuilds.
-walls: row i * n_walls + w of wfs, wist, wcq is the contact of particle i with wall w; only the
+    a second set of the same shape (q*) is scratch for rebuilds. A row keeps the orientation it was
+    made with (normal from pi to pj), so after a renumbering pi may be the higher index.
+    Per-row constants pk (cap, N_PK) and material-pair rows pm (cap,) are set at every rebuild.
+walls: row i * n_walls + w of wfs, wist, wcq, wk, wm is the contact of particle i with wall w; only the
     rows listed in `wcand` (those within r + skin of the wall at the last rebuild) are evaluated.
     walls rows: point (3), inward unit normal (3), velocity (3), point at the last rebuild (3).
+mtab (n_materials^2, state.N_PARAM): the contact record of each material pair (row m1 * n + m2).
 cell (float64, CELL_*): box origin and lengths, lengths at the last rebuild, strain rates.
 ctl (float64, CTL_*): time step, gravity, damping, skin and the servo of the periodic cell.
 ictl (int64, ICTL_*): law id, counts, periodic flags, servo modes.
@@ -22,9 +28,11 @@ The per-step kernels allocate nothing and are compiled with `_nrt=False`: otherw
 their calls to the law and frame kernels in reference-count updates of the array arguments
 (measured 12-20 % of the force loop).
 
-Contact parameters: the material record `prm` (hertz.contact_params) is shared; its two entries
-that depend on the pair (R* and the Hertz coefficient) are filled per contact from the radii of the
-two spheres (R* = r_i for a wall), which avoids storing a record per contact.
+Contact parameters: the laws read a state.P_* record. The force loops keep one scratch record
+(N_PRM long: the record plus the material pair it holds), copy a material pair's row of mtab into
+it only when the pair changes from one contact to the next, and set the two entries that depend on
+the radii (R*, 4/3 E* sqrt(R*)) from the row's constants, computed once per rebuild rather than
+every step (with the viscous coefficient and the divergence overlap).
 """
 
 import math
@@ -33,8 +41,7 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import state as S
-from ..contact.frames import (contact_point_velocity, frame_init, frame_update, from_frame,
-                              to_frame)
+from ..contact.frames import contact_point_velocity, frame_init, quat_mul, quat_rotate
 from ..contact import jaeger, linear, md_incremental, mindlin
 from ..contact.laws import JAEGER, MD_INCREMENTAL, MINDLIN, contact_step, separate, tangential_energy
 from ..contact.store import M_CAPACITY, M_LIVE, release
@@ -73,7 +80,20 @@ ICTL_NREBUILDS = 10
 ICTL_STEP = 11       # steps done since the start of the simulation
 ICTL_NWCAND = 12     # number of (particle, wall) rows near enough to be checked until the next rebuild
 ICTL_ENERGY = 13     # 1: count tangential work and frictional dissipation per contact (laws.contact_step)
-N_ICTL = 14
+ICTL_NMAT = 14       # number of materials (the material-pair table mtab has NMAT^2 rows)
+ICTL_SORT = 15       # 1: renumber the particles in cell order at every neighbour rebuild
+N_ICTL = 16
+
+# per-row constants of a pair or wall row (pk, wk), set when the neighbour list is built
+PK_RSTAR = 0         # effective radius R*
+PK_CN = 1            # Hertz coefficient 4/3 E* sqrt(R*)
+PK_DAMP = 2          # viscous normal damping: F_d = -PK_DAMP delta^(1/4) v_n (alpha sqrt(m* c_N))
+PK_LIMIT = 3         # an overlap at or above this means the run diverged
+N_PK = 4
+
+# the force loops' scratch parameter record: a state.P_* record plus the material pair it holds
+PRM_PAIR = S.N_PARAM
+N_PRM = S.N_PARAM + 1
 
 # acc
 ACC_STRESS = 0       # 9: sum over contacts of f (x) l at the last step (row-major), / V = stress
@@ -131,15 +151,102 @@ def _cell_index(x, lo, L, m):
 
 
 @njit
-def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
-                qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc, walls, wcand, wfs, wist):
+def _permute_rows(a, perm, tmp):
+    """a[k] <- a[perm[k]] for the first len(perm) rows of a 2-D array (tmp: scratch as large)."""
+    n = perm.shape[0]
+    w = a.shape[1]
+    for k in range(n):
+        p = perm[k]
+        for f in range(w):
+            tmp[k, f] = a[p, f]
+    for k in range(n):
+        for f in range(w):
+            a[k, f] = tmp[k, f]
+
+
+@njit
+def _permute(a, perm, tmp):
+    n = perm.shape[0]
+    for k in range(n):
+        tmp[k] = a[perm[k]]
+    for k in range(n):
+        a[k] = tmp[k]
+
+
+@njit
+def _sort_particles(order, n, nw, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid,
+                    pi, pj, npairs, wfs, wist, wcq):
+    """Renumber the particles: new index k is old index order[k]. Carries every per-particle array,
+    the wall rows (i * nw + w) and the particle indices of the pair rows (the pairs keep their
+    orientation, i.e. which particle is first, and with it the sign of their stored state)."""
+    inv = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        inv[order[k]] = k
+    tmp = np.empty((n, 4))
+    for a in (pos, vel, omega, force, torque):
+        _permute_rows(a, order, tmp)
+    _permute_rows(quat, order, tmp)
+    t1 = np.empty(n)
+    _permute(radius, order, t1)
+    _permute(mass, order, t1)
+    _permute(inertia, order, t1)
+    ti = np.empty(n, dtype=np.int64)
+    _permute(pmat, order, ti)
+    _permute(pid, order, ti)
+    for o in range(npairs):
+        pi[o] = inv[pi[o]]
+        pj[o] = inv[pj[o]]
+    if nw > 0:
+        rows = np.empty(n * nw, dtype=np.int64)
+        for k in range(n):
+            for w in range(nw):
+                rows[k * nw + w] = order[k] * nw + w
+        _permute_rows(wfs, rows, np.empty(wfs.shape))
+        _permute_rows(wist, rows, np.empty(wist.shape, dtype=np.int64))
+        _permute_rows(wcq, rows, np.empty(wcq.shape))
+
+
+@njit
+def _mix_constants(pk, pm, row, ri, rj, mi_, mj_, mass_i, mass_j, mtab, nmat, visc, limit):
+    """Per-row constants of a sphere pair (rj = 0: a wall, R* = r_i, reduced mass m_i):
+    R*, the Hertz coefficient 4/3 E* sqrt(R*), the viscous coefficient visc sqrt(m* c_N), the
+    overlap that means divergence; pm: the row of the pair's material record in mtab."""
+    p = mi_ * nmat + mj_
+    if rj > 0.0:
+        rstar = ri * rj / (ri + rj)
+        mstar = mass_i * mass_j / (mass_i + mass_j)
+        rmin = min(ri, rj)
+    else:
+        rstar = ri
+        mstar = mass_i
+        rmin = ri
+    cn = 4.0 / 3.0 * mtab[p, S.P_ESTAR] * math.sqrt(rstar)
+    pk[row, PK_RSTAR] = rstar
+    pk[row, PK_CN] = cn
+    pk[row, PK_DAMP] = visc * math.sqrt(mstar * cn)
+    pk[row, PK_LIMIT] = limit * rmin
+    pm[row] = p
+
+
+@njit
+def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl, ictl,
+                pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc,
+                walls, wcand, wfs, wist, wcq, wk, wm):
     """Rebuild the half neighbour list, carrying contact state over; returns the new pair count.
 
-    Returns -1 (state untouched) when the pair arrays are too small; the caller grows them.
+    With ictl[ICTL_SORT] the particles are first renumbered in cell order (every per-particle
+    array, the wall rows and the pairs' particle indices follow), which keeps neighbours close in
+    memory. Returns -1 when the pair arrays are too small; the caller grows them and calls again
+    (a renumbering already done is harmless: it is a deterministic function of the positions).
     Pairs that leave the list release any history they still hold, and hand their frictional
-    dissipation to acc[ACC_DISS_RELEASED].
+    dissipation to acc[ACC_DISS_RELEASED]. A row keeps the orientation it was created with (which
+    particle is pi), so rows are grouped by the lower index but pi may be the higher one.
     """
     n = ictl[ICTL_N]
+    nw = ictl[ICTL_NWALLS]
+    nmat = ictl[ICTL_NMAT]
+    visc = ctl[CTL_VISC]
+    limit = ctl[CTL_DIVERGE_OVERLAP]
     cap = pi.shape[0]
     skin = ctl[CTL_SKIN]
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
@@ -165,6 +272,28 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
         c = cid[i]
         members[fill[c]] = i
         fill[c] += 1
+    npairs_old = ictl[ICTL_NPAIRS]
+    if ictl[ICTL_SORT] != 0:
+        _sort_particles(members, n, nw, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid,
+                        pi, pj, npairs_old, wfs, wist, wcq)
+        for m in range(n):
+            members[m] = m
+        for i in range(n):
+            cid[i] = (_cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
+                      + _cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
+                + _cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+    # old rows grouped by their lower particle index, for the carry-over lookup
+    ostart = np.zeros(n + 1, dtype=np.int64)
+    for o in range(npairs_old):
+        ostart[min(pi[o], pj[o]) + 1] += 1
+    for i in range(n):
+        ostart[i + 1] += ostart[i]
+    ofill = ostart[:n].copy()
+    orow = np.empty(max(npairs_old, 1), dtype=np.int64)
+    for o in range(npairs_old):
+        lo_ = min(pi[o], pj[o])
+        orow[ofill[lo_]] = o
+        ofill[lo_] += 1
     Lx = cell[CELL_L]
     Ly = cell[CELL_L + 1]
     Lz = cell[CELL_L + 2]
@@ -178,7 +307,6 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
     hiy = 1 if (my >= 2 or not pery) else 0
     loz = -1 if (mz >= 3 or not perz) else 0
     hiz = 1 if (mz >= 2 or not perz) else 0
-    npairs_old = ictl[ICTL_NPAIRS]
     carried = np.zeros(npairs_old, dtype=np.bool_)
     newstart = np.empty(n + 1, dtype=np.int64)
     k = 0
@@ -192,8 +320,8 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
         yi = pos[i, 1]
         zi = pos[i, 2]
         ri = radius[i]
-        o0 = pstart[i]
-        o1 = pstart[i + 1]
+        o0 = ostart[i]
+        o1 = ostart[i + 1]
         for ox in range(lox, hix + 1):
             nx_ = cx + ox
             if perx:
@@ -231,15 +359,16 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
                             continue
                         if k >= cap:
                             return -1
-                        qi[k] = i
-                        qj[k] = j
                         found = -1
-                        for o in range(o0, o1):
-                            if pj[o] == j:
+                        for oo in range(o0, o1):
+                            o = orow[oo]
+                            if pi[o] + pj[o] - i == j:
                                 found = o
                                 break
                         if found >= 0:
                             carried[found] = True
+                            qi[k] = pi[found]
+                            qj[k] = pj[found]
                             for f in range(S.N_FSTATE):
                                 qfs[k, f] = pfs[found, f]
                             for f in range(S.N_ISTATE):
@@ -247,6 +376,8 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
                             for f in range(4):
                                 qcq[k, f] = pcq[found, f]
                         else:
+                            qi[k] = i
+                            qj[k] = j
                             for f in range(S.N_FSTATE):
                                 qfs[k, f] = 0.0
                             qist[k, S.I_HEAD] = -1
@@ -264,14 +395,17 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
                 release(pts, nxt, meta, pist[o, S.I_HEAD])
             acc[ACC_DISS_RELEASED] += pfs[o, S.F_DISS]
     for c in range(k):
-        pi[c] = qi[c]
-        pj[c] = qj[c]
+        a = qi[c]
+        b = qj[c]
+        pi[c] = a
+        pj[c] = b
         for f in range(S.N_FSTATE):
             pfs[c, f] = qfs[c, f]
         for f in range(S.N_ISTATE):
             pist[c, f] = qist[c, f]
         for f in range(4):
             pcq[c, f] = qcq[c, f]
+        _mix_constants(pk, pm, c, radius[a], radius[b], pmat[a], pmat[b], mass[a], mass[b], mtab, nmat, visc, limit)
     for i in range(n + 1):
         pstart[i] = newstart[i]
     for i in range(n):
@@ -280,7 +414,6 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
     for d in range(3):
         cell[CELL_LBUILD + d] = cell[CELL_L + d]
     # walls: rows near enough to touch before the next rebuild; rows that drop out are released
-    nw = ictl[ICTL_NWALLS]
     nc = 0
     for i in range(n):
         for w in range(nw):
@@ -290,6 +423,8 @@ def build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
             if h < radius[i] + skin:
                 wcand[nc] = row
                 nc += 1
+                _mix_constants(wk, wm, row, radius[i], 0.0, pmat[i], pmat[n + w], mass[i], 0.0, mtab, nmat,
+                               visc, limit)
             elif wfs[row, S.F_DELTA] > 0.0 or wist[row, S.I_HEAD] >= 0:
                 acc[ACC_DISS_RELEASED] += wfs[row, S.F_DISS]
                 separate(wfs, wist, row, pts, nxt, meta)
@@ -322,28 +457,90 @@ def law_step(law, energy, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
         linear.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
 
 
-@njit
-def _pair_prm(prm, ri, rj):
-    rstar = ri * rj / (ri + rj)
-    prm[S.P_RSTAR] = rstar
-    prm[S.P_CN] = 4.0 / 3.0 * prm[S.P_ESTAR] * math.sqrt(rstar)
+@njit(_nrt=False, inline="always")
+def _load_prm(prm, mtab, p, pk, row):
+    """The row's pair record into prm: the material pair's record (only when it changes from the
+    last row's) and the row's own R* and Hertz coefficient."""
+    if p != prm[PRM_PAIR]:
+        for f in range(S.N_PARAM):
+            prm[f] = mtab[p, f]
+        prm[PRM_PAIR] = p
+    prm[S.P_RSTAR] = pk[row, PK_RSTAR]
+    prm[S.P_CN] = pk[row, PK_CN]
 
 
-@njit
-def _wall_prm(prm, ri):
-    prm[S.P_RSTAR] = ri
-    prm[S.P_CN] = 4.0 / 3.0 * prm[S.P_ESTAR] * math.sqrt(ri)
+@njit(_nrt=False, inline="always")
+def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
+    """frames.frame_update with one square root fewer: the tilt (1 + o.n, o x n) has length
+    |o + n| = sqrt(2 (1 + o.n)) for unit o, n, which both normalises it and projects the spin on the
+    mid normal; the product, unit up to rounding, gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to
+    O(eps^2)), so q keeps unit length as with the full normalisation. Returns the new quaternion."""
+    w = cq[c, 0]
+    x = cq[c, 1]
+    y = cq[c, 2]
+    z = cq[c, 3]
+    ox = 2.0 * (x * z + w * y)
+    oy = 2.0 * (y * z - w * x)
+    oz = 1.0 - 2.0 * (x * x + y * y)
+    tw = 1.0 + ox * nx + oy * ny + oz * nz
+    if tw < 1e-12:
+        # the normal flipped within one step: no rigid motion does that, start a fresh frame
+        frame_init(cq, c, nx, ny, nz)
+        return cq[c, 0], cq[c, 1], cq[c, 2], cq[c, 3]
+    s = 1.0 / math.sqrt(2.0 * tw)
+    tx = (oy * nz - oz * ny) * s
+    ty = (oz * nx - ox * nz) * s
+    tz = (ox * ny - oy * nx) * s
+    tw *= s
+    h = 0.5 * (spin_x * (ox + nx) + spin_y * (oy + ny) + spin_z * (oz + nz)) * dt * s
+    h2 = h * h
+    if h2 < 1e-6:
+        # a DEM step turns a contact by far less than a milliradian: Taylor terms to round-off
+        cw = 1.0 - 0.5 * h2 * (1.0 - h2 / 12.0)
+        sw = h * (1.0 - h2 / 6.0 * (1.0 - h2 / 20.0))
+    else:
+        cw = math.cos(h)
+        sw = math.sin(h)
+    aw, ax, ay, az = quat_mul(cw, sw * nx, sw * ny, sw * nz, tw, tx, ty, tz)
+    w, x, y, z = quat_mul(aw, ax, ay, az, w, x, y, z)
+    g = 1.5 - 0.5 * (w * w + x * x + y * y + z * z)
+    w *= g
+    x *= g
+    y *= g
+    z *= g
+    cq[c, 0] = w
+    cq[c, 1] = x
+    cq[c, 2] = y
+    cq[c, 3] = z
+    return w, x, y, z
+
+
+# scratch columns of the pair loop's first pass, one row per touching pair
+SC_NX = 0
+SC_NY = 1
+SC_NZ = 2
+SC_DELTA = 3
+SC_VN = 4
+SC_DSX = 5
+SC_DSY = 6
+SC_DIST = 7
+N_SC = 8
 
 
 @njit(_nrt=False)
-def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cell, ctl, ictl,
-                pi, pj, pfs, pist, pcq, pts, nxt, meta, acc, out):
-    """Contact forces of all pairs of the half list; returns False if a contact diverged."""
+def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
+                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act):
+    """Contact forces of all pairs of the half list; returns False if a contact diverged.
+
+    Two passes: the kinematics of every pair (overlap, normal, frame update, shift increment) into
+    the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
+    over those. Each pass's loop body is small enough that the processor overlaps the long
+    dependency chains of consecutive contacts (frame update; law), which one fused loop did not.
+    """
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
     visc = ctl[CTL_VISC]
-    limit = ctl[CTL_DIVERGE_OVERLAP]
     Lx = cell[CELL_L]
     Ly = cell[CELL_L + 1]
     Lz = cell[CELL_L + 2]
@@ -353,18 +550,7 @@ def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cel
     perx = ictl[ICTL_PERIODIC] != 0
     pery = ictl[ICTL_PERIODIC + 1] != 0
     perz = ictl[ICTL_PERIODIC + 2] != 0
-    # local sums: the arrays may alias as far as the compiler knows, so sums kept in acc[] would
-    # be loaded and stored for every contact
-    s00 = 0.0
-    s01 = 0.0
-    s02 = 0.0
-    s10 = 0.0
-    s11 = 0.0
-    s12 = 0.0
-    s20 = 0.0
-    s21 = 0.0
-    s22 = 0.0
-    visc_work = 0.0
+    na = 0
     for c in range(ictl[ICTL_NPAIRS]):
         i = pi[c]
         j = pj[c]
@@ -385,13 +571,14 @@ def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cel
         if d2 >= rs * rs:
             if was or pist[c, S.I_HEAD] >= 0:
                 if energy:
+                    _load_prm(prm, mtab, pm[c], pk, c)
                     contact_step(law, prm, pfs, pist, c, rs - math.sqrt(d2), 0.0, 0.0, pts, nxt, meta)
                 else:
                     separate(pfs, pist, c, pts, nxt, meta)
             continue
         dist = math.sqrt(d2)
         delta = rs - dist
-        if not (delta < limit * min(ri, rj)):
+        if not (delta < pk[c, PK_LIMIT]):
             out[OUT_CI] = i
             out[OUT_CJ] = j
             return False
@@ -408,27 +595,55 @@ def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cel
         vz += ez * dz
         vn = vx * nx + vy * ny + vz * nz
         if was:
-            frame_update(pcq, c, nx, ny, nz,
-                         0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
-                         0.5 * (omega[i, 2] + omega[j, 2]), dt)
-            tx = (vx - vn * nx) * dt
-            ty = (vy - vn * ny) * dt
-            tz = (vz - vn * nz) * dt
-            dsx, dsy, _ = to_frame(pcq, c, tx, ty, tz)
+            qw, qx, qy, qz = _turn_frame(pcq, c, nx, ny, nz,
+                                         0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
+                                         0.5 * (omega[i, 2] + omega[j, 2]), dt)
+            dsx, dsy, _ = quat_rotate(qw, -qx, -qy, -qz, (vx - vn * nx) * dt, (vy - vn * ny) * dt,
+                                      (vz - vn * nz) * dt)
         else:
             # first touch: the shift counts from the touching point, which lies within this step
             frame_init(pcq, c, nx, ny, nz)
             dsx = 0.0
             dsy = 0.0
-        _pair_prm(prm, ri, rj)
-        law_step(law, energy, prm, pfs, pist, c, delta, dsx, dsy, pts, nxt, meta)
+        act[na] = c
+        sc[na, SC_NX] = nx
+        sc[na, SC_NY] = ny
+        sc[na, SC_NZ] = nz
+        sc[na, SC_DELTA] = delta
+        sc[na, SC_VN] = vn
+        sc[na, SC_DSX] = dsx
+        sc[na, SC_DSY] = dsy
+        sc[na, SC_DIST] = dist
+        na += 1
+    # local sums: the arrays may alias as far as the compiler knows, so sums kept in acc[] would
+    # be loaded and stored for every contact
+    s00 = 0.0
+    s01 = 0.0
+    s02 = 0.0
+    s10 = 0.0
+    s11 = 0.0
+    s12 = 0.0
+    s20 = 0.0
+    s21 = 0.0
+    s22 = 0.0
+    visc_work = 0.0
+    for a in range(na):
+        c = act[a]
+        nx = sc[a, SC_NX]
+        ny = sc[a, SC_NY]
+        nz = sc[a, SC_NZ]
+        delta = sc[a, SC_DELTA]
+        vn = sc[a, SC_VN]
+        _load_prm(prm, mtab, pm[c], pk, c)
+        law_step(law, energy, prm, pfs, pist, c, delta, sc[a, SC_DSX], sc[a, SC_DSY], pts, nxt, meta)
         fn = pfs[c, S.F_N]
         if visc > 0.0:
-            mstar = mass[i] * mass[j] / (mass[i] + mass[j])
-            fd = -visc * math.sqrt(mstar * prm[S.P_CN]) * math.sqrt(math.sqrt(delta)) * vn
+            fd = -pk[c, PK_DAMP] * math.sqrt(math.sqrt(delta)) * vn
             fn += fd
             visc_work -= fd * vn * dt
-        Tx, Ty, Tz = from_frame(pcq, c, pfs[c, S.F_TX], pfs[c, S.F_TY], 0.0)
+        Tx, Ty, Tz = quat_rotate(pcq[c, 0], pcq[c, 1], pcq[c, 2], pcq[c, 3], pfs[c, S.F_TX], pfs[c, S.F_TY], 0.0)
+        i = pi[c]
+        j = pj[c]
         # force on j (on i: the opposite)
         fx = fn * nx - Tx
         fy = fn * ny - Ty
@@ -443,14 +658,19 @@ def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cel
         cx = ny * fz - nz * fy
         cy = nz * fx - nx * fz
         cz = nx * fy - ny * fx
-        li = ri - 0.5 * delta
-        lj = rj - 0.5 * delta
+        li = radius[i] - 0.5 * delta
+        lj = radius[j] - 0.5 * delta
         torque[i, 0] -= li * cx
         torque[i, 1] -= li * cy
         torque[i, 2] -= li * cz
         torque[j, 0] -= lj * cx
         torque[j, 1] -= lj * cy
         torque[j, 2] -= lj * cz
+        # branch vector l = dist n (the minimum image of x_j - x_i)
+        dist = sc[a, SC_DIST]
+        dx = dist * nx
+        dy = dist * ny
+        dz = dist * nz
         s00 += fx * dx
         s01 += fx * dy
         s02 += fx * dz
@@ -474,8 +694,8 @@ def pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cel
 
 
 @njit(_nrt=False)
-def wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, walls, wcand,
-                wfs, wist, wcq, pts, nxt, meta, acc, out):
+def wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
+                wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     """Contacts of every particle with every rigid plane wall; returns False on divergence.
 
     walls rows: point (3), inward unit normal m (3), velocity (3), ... The contact normal points from
@@ -486,9 +706,7 @@ def wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, wa
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
     visc = ctl[CTL_VISC]
-    limit = ctl[CTL_DIVERGE_OVERLAP]
     nw = ictl[ICTL_NWALLS]
-    n = ictl[ICTL_N]
     for w in range(nw):
         acc[ACC_WALL + 3 * w] = 0.0
         acc[ACC_WALL + 3 * w + 1] = 0.0
@@ -507,11 +725,12 @@ def wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, wa
         if delta <= 0.0:
             if was or wist[c, S.I_HEAD] >= 0:
                 if energy:
+                    _load_prm(prm, mtab, wm[c], wk, c)
                     contact_step(law, prm, wfs, wist, c, delta, 0.0, 0.0, pts, nxt, meta)
                 else:
                     separate(wfs, wist, c, pts, nxt, meta)
             continue
-        if not (delta < limit * ri):
+        if not (delta < wk[c, PK_LIMIT]):
             out[OUT_CI] = i
             out[OUT_CJ] = -1 - w
             return False
@@ -524,20 +743,26 @@ def wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, wa
         vz = walls[w, 8] - vel[i, 2] - az
         vn = vx * nx + vy * ny + vz * nz
         if was:
-            frame_update(wcq, c, nx, ny, nz, 0.5 * omega[i, 0], 0.5 * omega[i, 1], 0.5 * omega[i, 2], dt)
-            dsx, dsy, _ = to_frame(wcq, c, (vx - vn * nx) * dt, (vy - vn * ny) * dt, (vz - vn * nz) * dt)
+            qw, qx, qy, qz = _turn_frame(wcq, c, nx, ny, nz, 0.5 * omega[i, 0], 0.5 * omega[i, 1],
+                                         0.5 * omega[i, 2], dt)
+            dsx, dsy, _ = quat_rotate(qw, -qx, -qy, -qz, (vx - vn * nx) * dt, (vy - vn * ny) * dt,
+                                      (vz - vn * nz) * dt)
         else:
             frame_init(wcq, c, nx, ny, nz)
+            qw = wcq[c, 0]
+            qx = wcq[c, 1]
+            qy = wcq[c, 2]
+            qz = wcq[c, 3]
             dsx = 0.0
             dsy = 0.0
-        _wall_prm(prm, ri)
+        _load_prm(prm, mtab, wm[c], wk, c)
         law_step(law, energy, prm, wfs, wist, c, delta, dsx, dsy, pts, nxt, meta)
         fn = wfs[c, S.F_N]
         if visc > 0.0:
-            fd = -visc * math.sqrt(mass[i] * prm[S.P_CN]) * math.sqrt(math.sqrt(delta)) * vn
+            fd = -wk[c, PK_DAMP] * math.sqrt(math.sqrt(delta)) * vn
             fn += fd
             acc[ACC_VISC_WORK] -= fd * vn * dt
-        Tx, Ty, Tz = from_frame(wcq, c, wfs[c, S.F_TX], wfs[c, S.F_TY], 0.0)
+        Tx, Ty, Tz = quat_rotate(qw, qx, qy, qz, wfs[c, S.F_TX], wfs[c, S.F_TY], 0.0)
         fx = fn * nx - Tx
         fy = fn * ny - Ty
         fz = fn * nz - Tz
@@ -717,9 +942,29 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
 
 
 @njit
-def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia,
-              prm_base, cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq,
-              qi, qj, qfs, qist, qcq, wfs, wist, wcq, pos_build, pts, nxt, meta, acc, out):
+def refresh_constants(radius, mass, pmat, mtab, ctl, ictl, pi, pj, pk, pm, wcand, wk, wm):
+    """Recompute the per-row constants of the listed pairs and wall rows (what build_pairs sets):
+    after a restart or a change of the material table."""
+    nmat = ictl[ICTL_NMAT]
+    visc = ctl[CTL_VISC]
+    limit = ctl[CTL_DIVERGE_OVERLAP]
+    n = ictl[ICTL_N]
+    nw = ictl[ICTL_NWALLS]
+    for c in range(ictl[ICTL_NPAIRS]):
+        a = pi[c]
+        b = pj[c]
+        _mix_constants(pk, pm, c, radius[a], radius[b], pmat[a], pmat[b], mass[a], mass[b], mtab, nmat, visc, limit)
+    for q in range(ictl[ICTL_NWCAND]):
+        row = wcand[q]
+        i = row // nw
+        _mix_constants(wk, wm, row, radius[i], 0.0, pmat[i], pmat[n + row - i * nw], mass[i], 0.0, mtab, nmat,
+                       visc, limit)
+
+
+@njit
+def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
+              cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
+              qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
@@ -731,19 +976,22 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     out[OUT_PARTICLE] = -1
     out[OUT_CI] = -1
     out[OUT_CJ] = -1
-    prm = prm_base.copy()
+    prm = np.empty(N_PRM)
+    prm[PRM_PAIR] = -1.0
     skin = ctl[CTL_SKIN]
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
     nw = ictl[ICTL_NWALLS]
+    sc = np.empty((pi.shape[0], N_SC))
+    act = np.empty(pi.shape[0], dtype=np.int64)
     for step in range(nsteps):
         if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
             out[OUT_STATUS] = STATUS_STORE_LOW
             return
-        ok = pair_forces(pos, vel, omega, force, torque, radius, mass, prm_base, prm, cell, ctl, ictl,
-                         pi, pj, pfs, pist, pcq, pts, nxt, meta, acc, out)
+        ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
+                         pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act)
         if ok and nw > 0:
-            ok = wall_forces(pos, vel, omega, force, torque, radius, mass, prm, ctl, ictl, walls, wcand,
-                             wfs, wist, wcq, pts, nxt, meta, acc, out)
+            ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
+                             wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
         if not ok:
             out[OUT_STATUS] = STATUS_DIVERGED
             return
@@ -772,23 +1020,25 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
             if s > stretch:
                 stretch = s
         if 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
-            if build_pairs(pos, radius, cell, ctl, ictl, pstart, pi, pj, pfs, pist, pcq,
-                           qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc, walls, wcand, wfs, wist) < 0:
+            if build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl,
+                           ictl, pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build,
+                           pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm) < 0:
                 out[OUT_STATUS] = STATUS_PAIRS_FULL
                 return
 
 
 @njit
-def reload_contacts(law, prm_base, fs, ist, nrows, radius, ci, cj, pts, nxt, meta):
+def reload_contacts(law, mtab, fs, ist, nrows, rows_k, rows_m, pts, nxt, meta):
     """Give rows 0..nrows-1 the state of law `law` carrying their current (delta, N, T).
 
     Each active row is reset to the unloaded origin and driven in one step to its overlap with the
     shift of proportional loading, s = (T/N) kappa delta, which is Mindlin-Deresiewicz's no-slip
     path to that force ratio (exact for the history laws; the incremental laws land near it).
-    cj[c] < 0 marks a wall contact (R* = r_i). Used when a prepared packing changes law.
+    rows_k, rows_m: the rows' constants and material-pair records (pk, pm or wk, wm). Used when a
+    prepared packing changes law.
     """
-    prm = prm_base.copy()
-    kappa = prm[S.P_KAPPA]
+    prm = np.empty(N_PRM)
+    prm[PRM_PAIR] = -1.0
     for c in range(nrows):
         delta = fs[c, S.F_DELTA]
         if not (delta > 0.0):
@@ -796,12 +1046,9 @@ def reload_contacts(law, prm_base, fs, ist, nrows, radius, ci, cj, pts, nxt, met
         N = fs[c, S.F_N]
         tx = fs[c, S.F_TX]
         ty = fs[c, S.F_TY]
+        _load_prm(prm, mtab, rows_m[c], rows_k, c)
         contact_step(law, prm, fs, ist, c, 0.0, 0.0, 0.0, pts, nxt, meta)
-        ri = radius[ci[c]]
-        if cj[c] >= 0:
-            _pair_prm(prm, ri, radius[cj[c]])
-        else:
-            _wall_prm(prm, ri)
+        kappa = prm[S.P_KAPPA]
         sx = 0.0
         sy = 0.0
         if N > 0.0:
@@ -811,16 +1058,14 @@ def reload_contacts(law, prm_base, fs, ist, nrows, radius, ci, cj, pts, nxt, met
 
 
 @njit
-def tangential_energy_sum(law, prm_base, fs, ist, nrows, radius, ci, cj, pts, nxt):
-    """Stored tangential energy of rows 0..nrows-1 (laws.tangential_energy with each pair's R*)."""
-    prm = prm_base.copy()
+def tangential_energy_sum(law, mtab, fs, ist, nrows, rows_k, rows_m, pts, nxt):
+    """Stored tangential energy of rows 0..nrows-1 (laws.tangential_energy with each row's record)."""
+    prm = np.empty(N_PRM)
+    prm[PRM_PAIR] = -1.0
     total = 0.0
     for c in range(nrows):
         if not (fs[c, S.F_DELTA] > 0.0):
             continue
-        if cj[c] >= 0:
-            _pair_prm(prm, radius[ci[c]], radius[cj[c]])
-        else:
-            _wall_prm(prm, radius[ci[c]])
+        _load_prm(prm, mtab, rows_m[c], rows_k, c)
         total += tangential_energy(law, prm, fs, ist, c, pts, nxt)
     return total

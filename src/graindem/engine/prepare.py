@@ -52,13 +52,14 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
                     density=2650.0, mu=0.5, mu_prep=0.1, xi=0.0, seed=0, solid_fraction0=0.3,
                     strain_per_step=2e-5, local_damping=0.7, max_steps=200000, tolerance=0.005,
                     dt_fraction=0.25, check_every=500, unbalanced=1e-3, callback=None, verbose=False,
-                    dt=None, allow_unstable_dt=False, restitution=None):
+                    dt=None, allow_unstable_dt=False, restitution=None, materials=None):
     """A dense isotropically compressed periodic packing at `pressure` (Pa); returns a Simulation.
 
     radius: mean radius (m); radius_spread: radii uniform in radius*(1 +- spread).
     strain_per_step: the servo's largest strain increment per step (quasi-static control).
     Stops when the pressure is within `tolerance` of the target and the unbalanced force ratio
     (measure()) is below `unbalanced` at two successive checks, or raises RuntimeError after max_steps.
+    materials: further materials (see `add_materials`); E, nu, density, mu above are material 0.
     """
     n = int(n)
     if n < 8:
@@ -86,7 +87,9 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
                      dt_fraction=dt_fraction, reference_overlap=overlap, verbose=verbose, dt=dt,
                      allow_unstable_dt=allow_unstable_dt, restitution=restitution)
     sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
-    sim.add_particles(pos, r)
+    # a generator of its own: the radii and positions stay those of a one-material packing
+    mats = add_materials(sim, materials, n, np.random.default_rng([seed, 1]), mu_prep)
+    sim.add_particles(pos, r, material=mats)
     sim.setup()
     max_rate = strain_per_step / sim.dt
     for k in range(3):
@@ -107,7 +110,48 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
     else:
         raise RuntimeError(f"the packing did not settle at {pressure} Pa within {max_steps} steps "
                            f"(pressure {m['pressure']:.4g} Pa, unbalanced force ratio {m['unbalanced_force_ratio']:.3g})")
-    sim.set_friction(mu)
+    restore_friction(sim, mu, materials)
     for k in range(3):
         sim.control_axis(k, strain_rate=0.0)
     return sim
+
+
+def add_materials(sim, materials, n, rng=None, mu_prep=None, material_of=None):
+    """Add the further materials of `materials` to `sim` and return each of n spheres' material.
+
+    materials: None, or a dict with lists "E", "nu", "density", "mu" (materials 1, 2, ...), optional
+    "fraction" (share of the n spheres per further material, assigned at random with `rng`) and
+    "pair_friction" (triples m1, m2, mu, applied by restore_friction). material_of: the spheres'
+    materials given explicitly instead of by fraction. mu_prep: the friction every material gets
+    now (a preparation's lowered friction), else its own.
+    """
+    mats = np.zeros(n, dtype=np.int64)
+    if not materials:
+        if material_of is not None and np.any(np.asarray(material_of) != 0):
+            raise ValueError("particle materials other than 0 need [materials] defining them")
+        return mats
+    for k in range(len(materials["E"])):
+        sim.add_material(materials["E"][k], materials["nu"][k], materials["mu"][k] if mu_prep is None else mu_prep,
+                         materials["density"][k])
+    if material_of is not None:
+        return np.asarray(material_of, dtype=np.int64)
+    shares = materials.get("fraction") or []
+    counts = [int(round(f * n)) for f in shares]
+    if sum(counts) > n:
+        raise ValueError(f"materials.fraction asks for {sum(counts)} of {n} spheres")
+    labels = np.concatenate([np.full(c, k + 1, dtype=np.int64) for k, c in enumerate(counts)] + [mats[:0]])
+    mats[:labels.size] = labels
+    return (rng if rng is not None else np.random.default_rng(0)).permutation(mats)
+
+
+def restore_friction(sim, mu, materials):
+    """After a preparation at lowered friction: material 0 gets mu, the further materials their own,
+    and the chosen pairs theirs."""
+    sim.set_friction(mu)
+    if not materials:
+        return
+    for k, m in enumerate(materials["mu"]):
+        sim.set_material_friction(k + 1, m)
+    pf = materials.get("pair_friction") or []
+    for t in range(0, len(pf), 3):
+        sim.set_pair_friction(int(pf[t]), int(pf[t + 1]), pf[t + 2])

@@ -6,8 +6,11 @@
     sim.run(1000)
     sim.measure()            # stress, void ratio, coordination, energies, history lengths ...
 
-Units SI. Stress is compression-positive. One material per simulation (particles and walls); the
-pair-dependent Hertz quantities are evaluated per contact from the two radii (see kernels.py).
+Units SI. Stress is compression-positive. Materials: the constructor's E, nu, mu, density are
+material 0; `add_material` adds more, particles and walls name theirs (default 0), and each pair of
+materials gets its record by the usual mixing (`pair_record`), friction overridable per pair
+(`set_pair_friction`). The pair-dependent Hertz quantities (R*, 4/3 E* sqrt(R*)) are set per pair
+row when the neighbour list is built (see kernels.py).
 All state lives in numpy arrays (`state_dict()`), which is what checkpoints hold; output reads
 copies and never changes state.
 """
@@ -65,19 +68,29 @@ class Simulation:
     fraction of the smaller radius during a run means the run diverged. energy_accounting: count
     each contact's tangential work and frictional dissipation (laws.contact_step; slower, and
     the only way measure()'s frictional_dissipation is filled).
+    Materials: E, nu, mu, density are material 0; add_material adds more, add_particles and
+    add_wall take a material index, set_pair_friction overrides a pair's friction (pair_record).
+    sort_particles: renumber the particles in cell order at every neighbour rebuild (faster for
+    large N: neighbours sit close in memory). Every per-particle array (pos, vel, ...) is then in the
+    current order and `ids` gives each row's index in the order the particles were added.
     """
 
     def __init__(self, law="mindlin", E=70e9, nu=0.25, mu=0.5, density=2500.0, xi=0.0, kt_linear=0.0,
                  restitution=None, local_damping=0.0, gravity=(0.0, 0.0, 0.0), dt=None, dt_fraction=0.2,
                  allow_unstable_dt=False, reference_overlap=None, skin=None, max_initial_overlap=0.05,
                  diverge_overlap=0.5, energy_accounting=False, verbose=False, adaptive_dt=False,
-                 adaptive_dt_interval=100):
+                 adaptive_dt_interval=100, sort_particles=False):
         self.law_name = str(law)
         self.law = law_id(law)
         self.E, self.nu, self.mu, self.xi = check_material(E, nu, mu, xi)
         self.kt_linear = float(kt_linear)
         self.prm = contact_params(1.0, 1.0, self.E, self.nu, self.mu, self.xi, self.kt_linear)
         self.density = _pos_finite("density", density)
+        self.materials = np.array([[self.E, self.nu, self.mu, self.density]])
+        self.mu_pair = np.full((1, 1), -1.0)  # per-pair friction overrides (< 0: mixed from the two)
+        self.sort_particles = bool(sort_particles)
+        self._materials_of = []
+        self._wall_materials = []
         if restitution is None:
             self.restitution = None
             self.visc = 0.0
@@ -143,9 +156,11 @@ class Simulation:
             raise ValueError("periodic must be three booleans")
         self._box_set = True
 
-    def add_wall(self, point, normal, velocity=(0.0, 0.0, 0.0)):
-        """A rigid plane through `point` whose unit `normal` points into the domain; returns its index."""
+    def add_wall(self, point, normal, velocity=(0.0, 0.0, 0.0), material=0):
+        """A rigid plane through `point` whose unit `normal` points into the domain; returns its index.
+        `material`: index of the wall's material (see add_material)."""
         self._check_not_ready()
+        self._wall_materials.append(self._check_material_index(material))
         p = _vec3("point", point)
         n = _vec3("normal", normal)
         ln = np.linalg.norm(n)
@@ -154,8 +169,109 @@ class Simulation:
         self._walls.append(np.concatenate([p, n / ln, _vec3("velocity", velocity), p]))
         return len(self._walls) - 1
 
-    def add_particles(self, positions, radii, velocities=None, angular_velocities=None):
-        """Add spheres (positions (n, 3) m, radii (n,) m > 0)."""
+    def add_material(self, E, nu, mu, density):
+        """A further material (E Pa, nu, friction mu, density kg/m^3); returns its index (the
+        constructor's material is 0). Pairs mix as in `pair_record`."""
+        self._check_not_ready()
+        E, nu, mu, _ = check_material(E, nu, mu)
+        density = _pos_finite("density", density)
+        self.materials = np.vstack([self.materials, [E, nu, mu, density]])
+        m = self.materials.shape[0]
+        mp = np.full((m, m), -1.0)
+        mp[:m - 1, :m - 1] = self.mu_pair
+        self.mu_pair = mp
+        return m - 1
+
+    def set_pair_friction(self, m1, m2, mu):
+        """Friction coefficient of contacts between materials m1 and m2 (either order), replacing
+        the default min(mu_1, mu_2)."""
+        a = self._check_material_index(m1, "m1")
+        b = self._check_material_index(m2, "m2")
+        mu = float(mu)
+        if not math.isfinite(mu) or mu < 0.0:
+            raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
+        self.mu_pair[a, b] = mu
+        self.mu_pair[b, a] = mu
+        if self.ready:
+            self._update_mtab()
+
+    def set_material_friction(self, material, mu):
+        """Friction coefficient of one material (pairs without an override take the smaller mu of the two)."""
+        m = self._check_material_index(material)
+        mu = float(mu)
+        if not math.isfinite(mu) or mu < 0.0:
+            raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
+        self.materials[m, 2] = mu
+        if m == 0:
+            self.mu = mu
+            self.prm[S.P_MU] = mu
+        if self.ready:
+            self._update_mtab()
+
+    def _check_material_index(self, m, name="material"):
+        try:
+            k = int(m)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a material index in [0, {self.materials.shape[0] - 1}], got {m!r}")
+        if k != m or not (0 <= k < self.materials.shape[0]):
+            raise ValueError(f"{name} must be a material index in [0, {self.materials.shape[0] - 1}], got {m!r}")
+        return k
+
+    def pair_record(self, m1, m2):
+        """The contact parameter record (state.P_*) of materials m1 and m2, R* = 1 (kernels set
+        R* and the Hertz coefficient per pair). Mixing: 1/E* = (1 - nu1^2)/E1 + (1 - nu2^2)/E2,
+        1/G* = (2 - nu1)/G1 + (2 - nu2)/G2 (Mindlin's k_t = 8 G* a), kappa = 2 E*/(8 G*), friction
+        min(mu1, mu2) unless set by set_pair_friction. One material: exactly hertz.contact_params."""
+        a = self._check_material_index(m1, "m1")
+        b = self._check_material_index(m2, "m2")
+        E1, nu1, mu1, _ = self.materials[a]
+        E2, nu2, mu2, _ = self.materials[b]
+        mu = self.mu_pair[a, b]
+        if mu < 0.0:
+            mu = min(mu1, mu2)
+        energy = bool(self.prm[S.P_ENERGY])
+        if E1 == E2 and nu1 == nu2:
+            return contact_params(1.0, 1.0, E1, nu1, mu, self.xi, self.kt_linear, energy=energy)
+        rec = contact_params(1.0, 1.0, E1, nu1, mu, self.xi, self.kt_linear, energy=energy)
+        estar = 1.0 / ((1.0 - nu1 * nu1) / E1 + (1.0 - nu2 * nu2) / E2)
+        G1 = E1 / (2.0 * (1.0 + nu1))
+        G2 = E2 / (2.0 * (1.0 + nu2))
+        gstar = 1.0 / ((2.0 - nu1) / G1 + (2.0 - nu2) / G2)
+        kappa = 2.0 * estar / (8.0 * gstar)
+        # the Poisson ratio and shear modulus a single material with this kappa and k_t would have
+        nu = (2.0 - 2.0 * kappa) / (1.0 - 2.0 * kappa)
+        rec[S.P_ESTAR] = estar
+        rec[S.P_CN] = 4.0 / 3.0 * estar
+        rec[S.P_KNC] = 2.0 * estar
+        rec[S.P_KTC] = 8.0 * gstar
+        rec[S.P_KAPPA] = kappa
+        rec[S.P_NU] = nu
+        rec[S.P_G] = 8.0 * gstar * (2.0 - nu) / 4.0
+        return rec
+
+    def _update_mtab(self):
+        """The material-pair table the kernels read (row m1 * n_materials + m2), and the per-row
+        constants that depend on it."""
+        m = self.materials.shape[0]
+        tab = np.zeros((m * m, S.N_PARAM))
+        for a in range(m):
+            for b in range(m):
+                tab[a * m + b] = self.pair_record(a, b)
+        self.mtab = tab
+        if self.ready or getattr(self, "pk", None) is not None:
+            self.ictl[K.ICTL_NMAT] = m
+            K.refresh_constants(self.radius, self.mass, self.pmat, self.mtab, self.ctl, self.ictl, self.pi, self.pj,
+                                self.pk, self.pm, self.wcand, self.wk, self.wm)
+
+    @property
+    def ids(self):
+        """ids[k]: the index (in the order of add_particles) of the particle in row k."""
+        self.setup()
+        return self.pid.copy()
+
+    def add_particles(self, positions, radii, velocities=None, angular_velocities=None, material=0):
+        """Add spheres (positions (n, 3) m, radii (n,) m > 0); `material`: one index for all or one
+        per particle (see add_material)."""
         self._check_not_ready()
         pos = np.asarray(positions, dtype=np.float64)
         if pos.ndim != 2 or pos.shape[1] != 3:
@@ -170,6 +286,15 @@ class Simulation:
         w = np.zeros_like(pos) if angular_velocities is None else np.asarray(angular_velocities, dtype=np.float64).reshape(pos.shape)
         if not (np.all(np.isfinite(v)) and np.all(np.isfinite(w))):
             raise ValueError("velocities and angular_velocities must be finite")
+        try:
+            mat = np.broadcast_to(np.asarray(material), (pos.shape[0],))
+        except ValueError:
+            raise ValueError(f"material must be one index or one per particle ({pos.shape[0]}), got shape "
+                             f"{np.shape(material)}") from None
+        for x in np.unique(mat):
+            self._check_material_index(x)
+        mat = mat.astype(np.int64)
+        self._materials_of.append(mat)
         self._positions.append(pos.copy())
         self._radii.append(r)
         self._vel.append(v.copy())
@@ -229,12 +354,17 @@ class Simulation:
         self.ctl[K.CTL_INTEGRAL:K.CTL_INTEGRAL + 3] = self.integral
 
     def set_friction(self, mu):
-        """Change the friction coefficient (e.g. raise it after a frictionless preparation)."""
+        """Give every material and every pair the friction coefficient mu (e.g. raise it after a
+        frictionless preparation); per-pair overrides are dropped."""
         mu = float(mu)
         if not math.isfinite(mu) or mu < 0.0:
             raise ValueError(f"mu must be a finite number >= 0, got {mu!r}")
         self.mu = mu
         self.prm[S.P_MU] = mu
+        self.materials[:, 2] = mu
+        self.mu_pair[:] = -1.0
+        if self.ready:
+            self._update_mtab()
 
     def set_law(self, law, xi=None):
         """Switch the tangential law (and optionally xi). Every active contact keeps its overlap and
@@ -251,17 +381,15 @@ class Simulation:
         self.law = lid
         if not self.ready:
             return
+        self._update_mtab()
         self.ictl[K.ICTL_LAW] = lid
         m = int(self.ictl[K.ICTL_NPAIRS])
         self.store.ensure_free(m + self.wfs.shape[0] + 1)
         st = self.store
-        K.reload_contacts(lid, self.prm, self.pfs, self.pist, m, self.radius, self.pi, self.pj,
-                          st.pts, st.nxt, st.meta)
-        nw = self.walls.shape[0]
-        if nw:
-            rows = np.arange(self.wfs.shape[0])
-            K.reload_contacts(lid, self.prm, self.wfs, self.wist, self.wfs.shape[0], self.radius,
-                              rows // nw, np.full(rows.size, -1, dtype=np.int64), st.pts, st.nxt, st.meta)
+        K.reload_contacts(lid, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt, st.meta)
+        if self.walls.shape[0]:
+            K.reload_contacts(lid, self.mtab, self.wfs, self.wist, self.wfs.shape[0], self.wk, self.wm,
+                              st.pts, st.nxt, st.meta)
 
     def set_energy_accounting(self, on):
         """Count tangential work and frictional dissipation per contact from now on (slower)."""
@@ -334,7 +462,10 @@ class Simulation:
         self.force = np.zeros((n, 3))
         self.torque = np.zeros((n, 3))
         self.radius = r
-        self.mass = self.density * 4.0 / 3.0 * math.pi * r ** 3
+        self.pid = np.arange(n, dtype=np.int64)
+        self.pmat = np.concatenate([np.concatenate(self._materials_of),
+                                    np.array(self._wall_materials, dtype=np.int64)]).astype(np.int64)
+        self.mass = self.materials[self.pmat[:n], 3] * 4.0 / 3.0 * math.pi * r ** 3
         self.inertia = 0.4 * self.mass * r * r
         rmax = float(r.max())
         skin = self.skin if self.skin is not None else 0.2 * rmax
@@ -365,6 +496,7 @@ class Simulation:
         self.ictl[K.ICTL_NWALLS] = nw
         self.ictl[K.ICTL_PERIODIC:K.ICTL_PERIODIC + 3] = self.periodic
         self.ictl[K.ICTL_ENERGY] = int(self.energy_accounting)
+        self.ictl[K.ICTL_SORT] = int(self.sort_particles)
         self._push_control()
         self.acc = np.zeros(K.N_ACC0 + 3 * nw)
         self.out = np.zeros(K.N_OUT, dtype=np.int64)
@@ -378,7 +510,11 @@ class Simulation:
         self.wcq = np.zeros((n * nw, 4))
         self.wcq[:, 0] = 1.0
         self.wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
+        self.wk = np.zeros((n * nw, K.N_PK))
+        self.wm = np.zeros(n * nw, dtype=np.int64)
         self.pos_build = self.pos.copy()
+        self._update_mtab()
+        self.ictl[K.ICTL_NMAT] = self.materials.shape[0]
         self._rebuild()
         self._check_initial_overlaps()
         self.dt_crit = self.critical_time_step()
@@ -408,22 +544,25 @@ class Simulation:
         arrays = {}
         for name, shape, dtype in (("pi", (cap,), np.int64), ("pj", (cap,), np.int64),
                                    ("pfs", (cap, S.N_FSTATE), np.float64),
-                                   ("pist", (cap, S.N_ISTATE), np.int64), ("pcq", (cap, 4), np.float64)):
+                                   ("pist", (cap, S.N_ISTATE), np.int64), ("pcq", (cap, 4), np.float64),
+                                   ("pk", (cap, K.N_PK), np.float64), ("pm", (cap,), np.int64)):
             a = np.zeros(shape, dtype=dtype)
             if old is not None and keep:
                 a[:keep] = getattr(self, name)[:keep]
             arrays[name] = a
         for name, a in arrays.items():
             setattr(self, name, a)
-            setattr(self, "q" + name[1:], np.zeros_like(a))
+            if name not in ("pk", "pm"):
+                setattr(self, "q" + name[1:], np.zeros_like(a))
 
     def _rebuild(self):
         while True:
-            k = K.build_pairs(self.pos, self.radius, self.cell, self.ctl, self.ictl, self.pstart,
-                              self.pi, self.pj, self.pfs, self.pist, self.pcq,
+            k = K.build_pairs(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius,
+                              self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl, self.ictl,
+                              self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm,
                               self.qi, self.qj, self.qfs, self.qist, self.qcq, self.pos_build,
                               self.store.pts, self.store.nxt, self.store.meta, self.acc,
-                              self.walls, self.wcand, self.wfs, self.wist)
+                              self.walls, self.wcand, self.wfs, self.wist, self.wcq, self.wk, self.wm)
             if k >= 0:
                 return
             self._alloc_pairs(2 * self.pi.shape[0], keep=int(self.ictl[K.ICTL_NPAIRS]))
@@ -472,8 +611,13 @@ class Simulation:
         r = self.radius
         m = self.mass
         a = np.sqrt(0.5 * r * dref)
-        kn = self.prm[S.P_KNC] * a
-        kt = self.prm[S.P_KTC] * a
+        # each particle against the stiffest partner material present (walls included)
+        nm = self.materials.shape[0]
+        present = np.unique(self.pmat)
+        tab = self.mtab.reshape(nm, nm, S.N_PARAM)[:, present]
+        mat = self.pmat[:self.n]
+        kn = tab[:, :, S.P_KNC].max(axis=1)[mat] * a
+        kt = tab[:, :, S.P_KTC].max(axis=1)[mat] * a
         w2 = np.maximum(2.0 * kn / m, 2.0 * kt * (1.0 / m + r * r / self.inertia))
         return float(2.0 / math.sqrt(w2.max()))
 
@@ -507,9 +651,10 @@ class Simulation:
             self.store.ensure_free(int(self.ictl[K.ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
             st = self.store
             K.run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
-                        self.radius, self.mass, self.inertia, self.prm, self.cell, self.ctl, self.ictl,
-                        self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq,
-                        self.qi, self.qj, self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq,
+                        self.radius, self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl,
+                        self.ictl, self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist,
+                        self.pcq, self.pk, self.pm, self.qi, self.qj, self.qfs, self.qist, self.qcq,
+                        self.wfs, self.wist, self.wcq, self.wk, self.wm,
                         self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out)
             done += int(self.out[K.OUT_STEPS])
             status = int(self.out[K.OUT_STATUS])
@@ -525,8 +670,13 @@ class Simulation:
         self.timing["steps"] += steps
 
     def _diverged(self, on_diverge):
+        # particles are named by their index in the order they were added (rows may be renumbered)
+        ids = self.pid
         p = int(self.out[K.OUT_PARTICLE])
+        p = int(ids[p]) if p >= 0 else p
         ci, cj = int(self.out[K.OUT_CI]), int(self.out[K.OUT_CJ])
+        ci = int(ids[ci]) if ci >= 0 else ci
+        cj = int(ids[cj]) if cj >= 0 else cj
         particles, contacts = [], []
         step = int(self.ictl[K.ICTL_STEP])
         if p >= 0:
@@ -538,7 +688,7 @@ class Simulation:
             contacts.append((ci, cj))
             msg = (f"run diverged at step {step}: the contact of {what} overlaps more than "
                    f"diverge_overlap = {self.diverge_overlap} of the radius (time step too large or energy blow-up)")
-        bad_v = np.flatnonzero(~np.isfinite(self.vel).all(axis=1))
+        bad_v = ids[np.flatnonzero(~np.isfinite(self.vel).all(axis=1))]
         if bad_v.size:
             particles.extend(int(x) for x in bad_v[:20] if int(x) not in particles)
         ckpt = on_diverge(self) if on_diverge is not None else None
@@ -616,13 +766,10 @@ class Simulation:
         """Stored tangential elastic energy of all contacts (each law's definition, contact.energy)."""
         m = int(self.ictl[K.ICTL_NPAIRS])
         st = self.store
-        e = K.tangential_energy_sum(self.law, self.prm, self.pfs, self.pist, m, self.radius, self.pi, self.pj,
-                                    st.pts, st.nxt)
-        nw = self.walls.shape[0]
-        if nw:
-            rows = np.arange(self.wfs.shape[0])
-            e += K.tangential_energy_sum(self.law, self.prm, self.wfs, self.wist, rows.size, self.radius, rows // nw,
-                                         np.full(rows.size, -1, dtype=np.int64), st.pts, st.nxt)
+        e = K.tangential_energy_sum(self.law, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt)
+        if self.walls.shape[0]:
+            e += K.tangential_energy_sum(self.law, self.mtab, self.wfs, self.wist, self.wfs.shape[0], self.wk, self.wm,
+                                         st.pts, st.nxt)
         return float(e)
 
     def measure(self):
@@ -644,7 +791,8 @@ class Simulation:
             en += 0.4 * float(np.sum(self.wfs[:, S.F_N] * self.wfs[:, S.F_DELTA]))
         lengths = np.concatenate([self.pist[:m, S.I_LEN][act], self.wist[:, S.I_LEN][wact]])
         tmag = np.linalg.norm(c["T"], axis=1)
-        sliding = np.sum(tmag >= self.mu * c["N"] * (1.0 - 1e-9)) if n_c else 0
+        mu_rows = self.mtab[self.pm[c["row"]], S.P_MU]
+        sliding = np.sum(tmag >= mu_rows * c["N"] * (1.0 - 1e-9)) if n_c else 0
         strain = np.log(self.box_lengths / self.L0)
         diss = float(np.sum(self.pfs[:m, S.F_DISS]) + np.sum(self.wfs[:, S.F_DISS]) + self.acc[K.ACC_DISS_RELEASED])
         work_t = float(np.sum(self.pfs[:m, S.F_WORK][act]) + np.sum(self.wfs[:, S.F_WORK][wact]))
@@ -688,7 +836,9 @@ class Simulation:
     # ---------------------------------------------------------------- state
     ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "prm", "cell",
               "ctl", "ictl", "walls", "wcand", "pstart", "pi", "pj", "pfs", "pist", "pcq", "wfs", "wist", "wcq",
-              "pos_build", "acc", "L0")
+              "pos_build", "acc", "L0", "pmat", "pid", "materials", "mu_pair")
+    # arrays added after schema 1 was first written, and their values in older checkpoints
+    _LATER_ARRAYS = ("pmat", "pid", "materials", "mu_pair")
 
     def state_dict(self):
         """Every array that influences the next step, plus the settings (copies)."""
@@ -717,6 +867,8 @@ class Simulation:
                   xi=meta["xi"], kt_linear=meta["kt_linear"], restitution=meta["restitution"],
                   local_damping=meta["local_damping"], diverge_overlap=meta["diverge_overlap"], verbose=verbose)
         for name in cls.ARRAYS:
+            if name in cls._LATER_ARRAYS and name not in arrays:
+                continue
             a = np.asarray(arrays[name])
             setattr(sim, name, np.ascontiguousarray(a.copy()))
         # control records only ever grow at their ends: pad older ones with zeros
@@ -747,6 +899,18 @@ class Simulation:
         sim.reference_overlap = meta.get("reference_overlap")  # dt_crit of measure() and adaptive_dt
         for name in ("pi", "pj", "pfs", "pist", "pcq"):
             setattr(sim, "q" + name[1:], np.zeros_like(getattr(sim, name)))
+        n, nw = sim.n, sim.walls.shape[0]
+        if "pmat" not in arrays:  # one material: the constructor's, for particles and walls
+            sim.pmat = np.zeros(n + nw, dtype=np.int64)
+            sim.pid = np.arange(n, dtype=np.int64)
+        if sim.ictl[K.ICTL_NMAT] == 0:
+            sim.ictl[K.ICTL_NMAT] = sim.materials.shape[0]
+        cap = sim.pi.shape[0]
+        sim.pk = np.zeros((cap, K.N_PK))
+        sim.pm = np.zeros(cap, dtype=np.int64)
+        sim.wk = np.zeros((n * nw, K.N_PK))
+        sim.wm = np.zeros(n * nw, dtype=np.int64)
+        sim._update_mtab()
         sim.out = np.zeros(K.N_OUT, dtype=np.int64)
         sim.mu = float(sim.prm[S.P_MU])
         sim.gravity = sim.ctl[K.CTL_G:K.CTL_G + 3].copy()

@@ -22,7 +22,8 @@ Interface:
 
 The schema is the dict literal SCHEMA: section -> key -> Key(type, default, ...). To add a key,
 add a Key line; to add a section, add a dict. `type` is one of bool, int, float, str, "path"
-(a str resolved relative to the scenario file) or "vector" (a list of `length` floats). Ranges
+(a str resolved relative to the scenario file), "vector" (a list of `length` floats) or "list"
+(a list of floats of any length, each in the key's range). Ranges
 are closed unless `gt`/`lt` (strict) are used. REQUIRED as default makes a key mandatory.
 EXCLUSIVE lists groups of keys of one section that cannot be combined (e.g. dt / dt_fraction);
 the defaults of a group's alternatives are applied only when the user chose none of them.
@@ -71,7 +72,8 @@ class Key:
         if self.choices is not None:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-                "path": "a file path (string)", "vector": f"a list of {self.length} numbers"}[self.type]
+                "path": "a file path (string)", "vector": f"a list of {self.length} numbers",
+                "list": "a list of numbers, each"}[self.type]
         def num(x):
             return str(x) if isinstance(x, int) else f"{x:g}"
         lo = f"> {num(self.gt)}" if self.gt is not None else (f">= {num(self.ge)}" if self.ge is not None else None)
@@ -103,6 +105,14 @@ SCHEMA = {
         "mu": Key(float, 0.5, "inter-particle friction coefficient", "-", ge=0.0, le=10.0),
         "restitution": Key(float, 1.0, "normal coefficient of restitution (1: no viscous damping)", "-", gt=0.0, le=1.0),
         "damping": Key(float, 0.0, "local non-viscous damping coefficient (quasi-static runs)", "-", ge=0.0, lt=1.0),
+    },
+    "materials": {
+        "E": Key("list", (), "Young's moduli of further materials 1, 2, ... ([material] is material 0)", "Pa", gt=0.0, le=1e13),
+        "nu": Key("list", (), "their Poisson's ratios (one per material)", "-", ge=0.0, lt=0.5),
+        "density": Key("list", (), "their densities (one per material)", "kg/m^3", gt=0.0, le=1e5),
+        "mu": Key("list", (), "their friction coefficients (one per material; a pair takes the smaller)", "-", ge=0.0, le=10.0),
+        "fraction": Key("list", (), "share of the generated spheres made of each further material (random, seeded)", "-", ge=0.0, le=1.0),
+        "pair_friction": Key("list", (), "friction of chosen material pairs: triples m1, m2, mu (e.g. [0, 1, 0.3])", "-", ge=0.0, le=10.0),
     },
     "contact": {
         "law": Key(str, "jaeger", "tangential contact law", choices=TANGENTIAL_LAWS),
@@ -166,7 +176,34 @@ def _check_adaptive_dt(config):
                          "(or give dt_fraction instead)")
 
 
-CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt]
+def _check_materials(config):
+    mats = config["materials"]
+    k = len(mats["E"])
+    for name in ("nu", "density", "mu"):
+        if len(mats[name]) != k:
+            raise ValueError(f"materials.{name} must give one value per further material: materials.E has {k}, "
+                             f"materials.{name} has {len(mats[name])}")
+    if mats["fraction"]:
+        if len(mats["fraction"]) != k:
+            raise ValueError(f"materials.fraction must give one share per further material ({k}); "
+                             f"got {len(mats['fraction'])}")
+        if sum(mats["fraction"]) > 1.0:
+            raise ValueError(f"materials.fraction must add up to at most 1 (material 0 takes the rest); "
+                             f"got {sum(mats['fraction']):g}")
+        if config["particles"]["file"]:
+            raise ValueError("materials.fraction applies to generated spheres; with particles.file give each "
+                             "sphere's material in a fifth CSV column instead")
+    pf = mats["pair_friction"]
+    if len(pf) % 3:
+        raise ValueError(f"materials.pair_friction must hold triples m1, m2, mu; got {len(pf)} numbers")
+    for t in range(0, len(pf), 3):
+        for m in pf[t:t + 2]:
+            if m != int(m) or not (0 <= m <= k):
+                raise ValueError(f"materials.pair_friction[{t}:{t + 2}] must be material indices in [0, {k}]; "
+                                 f"got {pf[t:t + 2]}")
+
+
+CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials]
 
 
 def _suggest(name, known):
@@ -199,6 +236,10 @@ def _convert(path, key, value, base_dir):
         if not p.is_absolute() and base_dir is not None:
             p = Path(base_dir) / p
         return str(p)
+    if key.type == "list":
+        if not isinstance(value, (list, tuple)):
+            raise bad()
+        return [_number(f"{path}[{k}]", key, item, float) for k, item in enumerate(value)]
     if key.type == "vector":
         if not isinstance(value, (list, tuple)) or len(value) != key.length:
             raise bad()

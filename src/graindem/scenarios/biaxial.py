@@ -38,14 +38,18 @@ SERIES_COLUMNS = ["step", "time", "strain_axial", "strain_lateral", "strain_volu
 
 
 def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, spread=SPREAD, material=QUARTZ,
-                     mu_prep=0.1, announce=None, dt_fraction=0.25, dt=None, allow_unstable_dt=False, restitution=None):
+                     mu_prep=0.1, announce=None, dt_fraction=0.25, dt=None, allow_unstable_dt=False, restitution=None,
+                     materials=None):
     """The dense packing for a biaxial test, loaded from `cache` (a checkpoint path) when it exists,
-    else prepared (isotropic compression, friction mu_prep) and saved there."""
+    else prepared (isotropic compression, friction mu_prep) and saved there. materials: further
+    materials (engine.prepare.add_materials); `material` is material 0."""
     if cache is not None and Path(cache).exists():
         sim, extra = checkpoint.load(cache)
         want = {"n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
                 "material": dict(material), "mu_prep": mu_prep, "dt_fraction": dt_fraction, "dt": dt,
                 "restitution": restitution}
+        if materials:
+            want["materials"] = materials
         if extra and extra.get("packing") == want:
             if announce:
                 announce(f"reusing the prepared packing {cache}")
@@ -54,7 +58,7 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
     sim = prepare_packing(n, radius=radius, radius_spread=spread, pressure=pressure, law="mindlin",
                           E=material["E"], nu=material["nu"], density=material["density"], mu=material["mu"],
                           mu_prep=mu_prep, seed=seed, dt_fraction=dt_fraction, dt=dt,
-                          allow_unstable_dt=allow_unstable_dt, restitution=restitution)
+                          allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials)
     if announce:
         m = sim.measure()
         announce(f"prepared {n} spheres at {pressure:.4g} Pa in {sim.step_count} steps "
@@ -62,10 +66,12 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
                  f"coordination {m['coordination']:.2f}")
     if cache is not None:
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
-        checkpoint.save(sim, cache, extra={"packing": {
-            "n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
-            "material": dict(material), "mu_prep": mu_prep, "dt_fraction": dt_fraction, "dt": dt,
-            "restitution": restitution}})
+        key = {"n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
+               "material": dict(material), "mu_prep": mu_prep, "dt_fraction": dt_fraction, "dt": dt,
+               "restitution": restitution}
+        if materials:
+            key["materials"] = materials
+        checkpoint.save(sim, cache, extra={"packing": key})
     return sim
 
 
@@ -237,6 +243,11 @@ def plot_results(series, out, label, announce=None):
 
 
 def summarize(rows, law, n, steps, steps_per_s):
+    if not rows:
+        # a restart that ran no output step into a fresh folder (e.g. past the test's end)
+        return {"law": law, "n_particles": int(n), "steps": int(steps), "peak_stress_ratio": None,
+                "peak_strain": None, "mean_contacts": None, "mean_history_length": None, "max_store_bytes": None,
+                "final_void_ratio": None, "steps_per_s": float(steps_per_s)}
     ratio = np.array([r["stress_ratio"] for r in rows])
     k = int(np.nanargmax(ratio))
     return {"law": law, "n_particles": int(n), "steps": int(steps),

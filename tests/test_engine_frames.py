@@ -1,0 +1,65 @@
+"""The engine's own frame update (kernels._turn_frame, one square root fewer than
+contact.frames.frame_update): the same rotation to round-off, the same second-order objectivity
+against the exact rigid rotation (scipy), unit length kept without the full normalisation."""
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from graindem.contact import frames as F
+from graindem.engine import kernels as K
+
+
+def _unit(v):
+    v = np.asarray(v, dtype=float)
+    return v / np.linalg.norm(v)
+
+
+def _tumble(update, steps_per_turn, turns, omega, n0):
+    omega = np.asarray(omega, dtype=float)
+    dt = 2.0 * np.pi / np.linalg.norm(omega) / steps_per_turn
+    cq = np.zeros((1, 4))
+    F.frame_init(cq, 0, *n0)
+    local = np.array([2.0, -1.0, 0.0])
+    g0 = np.array(F.from_frame(cq, 0, *local))
+    nsteps = steps_per_turn * turns
+    for k in range(1, nsteps + 1):
+        n = Rotation.from_rotvec(omega * dt * k).apply(n0)
+        update(cq, 0, *n, *omega, dt)
+    ref = Rotation.from_rotvec(omega * dt * nsteps).apply(g0)
+    g = np.array(F.from_frame(cq, 0, *local))
+    return np.linalg.norm(g - ref) / np.linalg.norm(g0), cq, n
+
+
+def test_engine_frame_update_is_objective_to_second_order_like_the_reference_update():
+    omega = (1.0, 2.0, 0.5)  # tumbling and twirling at once
+    n0 = _unit((0.3, -0.5, 0.8))
+    err400, cq, n = _tumble(K._turn_frame, 400, 10, omega, n0)
+    err800, _, _ = _tumble(K._turn_frame, 800, 10, omega, n0)
+    ref400, cq_ref, _ = _tumble(F.frame_update, 400, 10, omega, n0)
+    # the same bound and order as contact.frames (tests/test_frames.py): 1e-4 after 10 turns
+    assert err400 < 2e-4
+    assert 3.5 < err400 / err800 < 4.5
+    # and the same rotation: after 4000 updates the two frames agree to round-off
+    assert abs(err400 - ref400) < 1e-12
+    np.testing.assert_allclose(cq[0], cq_ref[0], atol=1e-12)
+    # the Newton step keeps unit length as well as the full normalisation does
+    assert abs(np.linalg.norm(cq[0]) - 1.0) < 1e-14
+    np.testing.assert_allclose(np.array(F.quat_normal(*cq[0])), n, atol=1e-13)
+
+
+def test_engine_frame_update_of_random_steps_matches_the_reference_step():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n_old = _unit(rng.normal(size=3))
+        cq = np.zeros((2, 4))
+        F.frame_init(cq, 0, *n_old)
+        # a random twist about the old normal, so the frame is generic
+        F.frame_update(cq, 0, *n_old, *(n_old * rng.normal()), 1.0)
+        cq[1] = cq[0]
+        n_new = _unit(n_old + 0.05 * rng.normal(size=3))
+        spin = rng.normal(size=3)
+        dt = 0.01
+        w = K._turn_frame(cq, 0, *n_new, *spin, dt)
+        F.frame_update(cq, 1, *n_new, *spin, dt)
+        np.testing.assert_allclose(cq[0], cq[1], atol=2e-15)
+        np.testing.assert_array_equal(np.array(w), cq[0])
