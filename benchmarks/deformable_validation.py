@@ -1,15 +1,19 @@
 """The seed's three deformable-grain validations and the level-set strategy comparison (issue 5).
 
-    python benchmarks/deformable_validation.py --quick --out DIR [--mode-file modes.h5]
+    python benchmarks/deformable_validation.py --quick --out DIR [--mode-file modes.h5 | --standin]
 
 writes DIR/bending.csv (delta,force), DIR/compaction.csv (eps,force), DIR/assembly27.csv (u_w,F_w),
 their plots with the reference overlaid, DIR/levelset_strategies.json (+ .md table) and
 DIR/summary.json (metrics, the rate-halving checks, the readings used). Each validation runs at two
 loading rates, r and r/2; the CSVs hold the r/2 run, and the summary says how much halving changed.
 
---quick uses fewer surface nodes on the spheres (600 instead of ~1257) and faster (still quasi-static,
-as the rate check shows) loading; without --mode-file the compaction mode is an analytic stand-in
-(see graindem.deform.scenes.StandinCompactionMode) and the summary says so.
+The compaction mode comes from graindem's own FEM (six frictionless walls, E = 100, ν = 0.3, R = 10,
+coarse mesh, ~10 s), taken at 1.5 × the largest simulated ε and written to DIR/compaction_mode.h5
+(graindem.deform.validation.fem_compaction_mode_file); --mode-file uses a given file instead,
+--standin the analytic stand-in mode (graindem.deform.scenes.StandinCompactionMode).
+
+--quick uses fewer surface nodes on the spheres (402 instead of 1298, octahedral layout) and faster
+(still quasi-static, as the rate check shows) loading.
 """
 
 import argparse
@@ -24,14 +28,15 @@ import numpy as np
 from graindem.deform.response import APPENDIX_B_EPS, APPENDIX_B_FORCE
 from graindem.deform.scenes import bending_beam, compaction_sphere
 from graindem.deform.strategy_benchmark import markdown_table, measure_strategies
-from graindem.deform.validation import (assembly27, relative_error, single_sphere_compaction,
-                                        three_point_bending)
+from graindem.deform.scenes import SPHERE_RADIUS
+from graindem.deform.validation import (assembly27, fem_compaction_mode_file, quasi_static_compaction,
+                                        relative_error, single_sphere_compaction, three_point_bending)
 from graindem.io.plots import new_figure, save_figure
 
-QUICK = {"bending_rates": (0.02, 0.01), "compaction_rates": (0.0002, 0.0001),
-         "assembly_rates": (0.0008, 0.0004), "sphere_nodes": 400}
+QUICK = {"bending_rates": (0.02, 0.01), "compaction_rates": (0.0004, 0.0002),
+         "assembly_rates": (0.0008, 0.0004), "sphere_nodes": 400, "fem_mesh_size": 1.0}
 FULL = {"bending_rates": (0.005, 0.0025), "compaction_rates": (0.0001, 0.00005),
-        "assembly_rates": (0.0004, 0.0002), "sphere_nodes": None}
+        "assembly_rates": (0.0004, 0.0002), "sphere_nodes": None, "fem_mesh_size": 0.5}
 
 
 def write_csv(path, header, columns):
@@ -94,6 +99,14 @@ def run_compaction(cfg, out, log, template):
     ax.legend()
     save_figure(fig, out / "compaction.png", announce=log)
     final_err = abs(slow["force"][-1] - slow["reference"][-1]) / slow["reference"][-1]
+    # the same model solved as a sequence of equilibria (no dynamics) at the recorded wall positions
+    late = slow["eps"] > 0.25 * slow["eps"].max()
+    qs = quasi_static_compaction(template, slow["wall_displacement"][late] / SPHERE_RADIUS,
+                                 contact_stiffness=slow["contact_stiffness"])
+    dyn_vs_static = float(np.max(np.abs(slow["force"][late] / qs["force"] - 1)))
+    qs_err = relative_error(qs["force"], np.interp(qs["eps"], APPENDIX_B_EPS, APPENDIX_B_FORCE))
+    log(f"compaction: dynamic vs quasi-static equilibrium of the same model: max {dyn_vs_static:.4f}; "
+        f"equilibrium vs table: max {qs_err.max():.4f}")
     common = np.linspace(0.2, 1.0, 50) * slow["eps"].max()
     change = np.max(np.abs(np.interp(common, slow["eps"], slow["force"]) -
                            np.interp(common, fast["eps"], fast["force"])) / np.interp(common, slow["eps"], slow["force"]))
@@ -102,6 +115,9 @@ def run_compaction(cfg, out, log, template):
             "max_relative_error_double_rate": float(err_fast.max()),
             "max_change_on_halving_rate": float(change), "rates": list(cfg["compaction_rates"]),
             "steps": [r["n_steps"] for r, _ in runs], "dt": slow["dt"], "mode_source": slow["mode_source"],
+            "contact_stiffness": slow["contact_stiffness"],
+            "max_relative_difference_dynamic_vs_quasi_static": dyn_vs_static,
+            "quasi_static_max_relative_error": float(qs_err.max()),
             "error_metric": "|F - F_table(eps)| / F_table(eps) where F_table > 5 % of its maximum",
             "reading": "Appendix B force = reaction of ONE wall, eps = indentation / R; the mode moves each "
                        "pole inward by R per unit eps, so U'(eps) = 6 R F_table(eps); force = mean of six walls"}
@@ -120,6 +136,15 @@ def run_assembly(cfg, out, log, template):
         runs.append((r, err))
     (fast, err_fast), (slow, err_slow) = runs
     err_modal = relative_error(slow["F_w"], slow["reference_modal"])
+    # two ranges reported: u_w >= u_w,max / 3 (ε >= 0.053) and wherever the reference exceeds 5 % of its
+    # maximum (u_w >= ~1.3); at smaller loads the modal stiffness of the table tends to 0 and the modal
+    # mass's response time grows without bound, so the rate check there is reported separately
+    used = slow["u_w"] >= slow["u_w"].max() / 3.0
+    err_range = np.abs(slow["F_w"][used] / slow["reference"][used] - 1)
+    err_range_modal = np.abs(slow["F_w"][used] / slow["reference_modal"][used] - 1)
+    u_range = [float(slow["u_w"][used].min()), float(slow["u_w"][used].max())]
+    # the share of the wall travel not taken up by the spheres' compaction (penetrations, lag)
+    compliance = 1.0 - slow["eps"].mean(axis=1)[used] / (slow["u_w"][used] / (3 * SPHERE_RADIUS))
     upper = slow["u_w"] >= 0.5 * slow["u_w"].max()
     err_upper = np.abs(slow["F_w"][upper] - slow["reference"][upper]) / slow["reference"][upper]
     write_csv(out / "assembly27.csv", ["u_w", "F_w"], [slow["u_w"], slow["F_w"]])
@@ -129,17 +154,31 @@ def run_assembly(cfg, out, log, template):
             label="9 F_int(u_w/3) (eq. 59, per wall)")
     ax.plot(fast["u_w"], fast["F_w"], "--", label=f"deformable LS-DEM, rate {fast['rate']:g}")
     ax.plot(slow["u_w"], slow["F_w"], "-", label=f"deformable LS-DEM, rate {slow['rate']:g}")
+    ax.axvline(slow["u_w"].max() / 3.0, color="0.6", lw=0.8, label="start of the quasi-static range")
     ax.set_xlabel("wall displacement u_w (voxels)")
     ax.set_ylabel("force on one wall F_w (mean of six)")
     ax.set_title(f"27-sphere cubic packing ({slow['mode_source']})", fontsize=8)
     ax.legend()
     save_figure(fig, out / "assembly27.png", announce=log)
-    common = np.linspace(0.3, 1.0, 50) * slow["u_w"].max()
+    common = np.linspace(1.0 / 3.0, 1.0, 50) * slow["u_w"].max()
     ref = np.interp(common, slow["u_w"], slow["F_w"])
     change = np.max(np.abs(ref - np.interp(common, fast["u_w"], fast["F_w"])) / ref)
-    return {"max_relative_error": float(err_slow.max()), "median_relative_error": float(np.median(err_slow)),
+    low = np.linspace(0.05, 1.0 / 3.0, 30) * slow["u_w"].max()
+    ref_low = np.interp(low, slow["u_w"], slow["F_w"])
+    change_low = np.max(np.abs(ref_low - np.interp(low, fast["u_w"], fast["F_w"])) / ref_low)
+    log(f"27 spheres, u_w >= u_w,max/3: max error {err_range.max():.4f} (modal reading {err_range_modal.max():.4f}), "
+        f"halving the rate changes F_w by {change:.4f} there and by {change_low:.4f} below")
+    return {"max_relative_error_quasi_static_range": float(err_range.max()),
+            "median_relative_error_quasi_static_range": float(np.median(err_range)),
+            "max_relative_error_modal_reading_quasi_static_range": float(err_range_modal.max()),
+            "within_3_percent_quasi_static_range": bool(err_range.max() < 0.03),
+            "quasi_static_range_u_w": u_range,
+            "max_change_on_halving_rate_below_range": float(change_low),
+            "max_relative_error_above_5_percent_of_max_force": float(err_slow.max()),
+            "median_relative_error_above_5_percent_of_max_force": float(np.median(err_slow)),
             "relative_error_at_end": float(abs(slow["F_w"][-1] - slow["reference"][-1]) / slow["reference"][-1]),
-            "within_3_percent": bool(err_slow.max() < 0.03),
+            "wall_travel_share_not_in_compaction": [float(compliance.min()), float(compliance.max())],
+            "contact_stiffness": slow["contact_stiffness"],
             "max_relative_error_upper_half_of_u_w": float(err_upper.max()),
             "max_relative_error_vs_modal_eps": float(err_modal.max()),
             "median_relative_error_vs_modal_eps": float(np.median(err_modal)),
@@ -150,7 +189,8 @@ def run_assembly(cfg, out, log, template):
             "max_change_on_halving_rate": float(change), "rates": list(cfg["assembly_rates"]),
             "steps": [r["n_steps"] for r, _ in runs], "dt": slow["dt"], "mode_source": slow["mode_source"],
             "eps_spread_at_end": [float(slow["eps"][-1].min()), float(slow["eps"][-1].max())],
-            "error_metric": "|F_w - 9 F_table(u_w/(3R))| / reference where reference > 5 % of its maximum",
+            "error_metric": "|F_w - 9 F_table(u_w/(3R))| / reference for u_w >= u_w,max/3 (also reported: where "
+                            "the reference > 5 % of its maximum)",
             "reading": "F_w = force on one wall (touching 9 spheres, mean of six) vs 9 x one-wall force of the "
                        "single-sphere table at eps = u_w / (3R) (eq. 59/70, per-wall reading of the notes)"}
 
@@ -178,7 +218,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="reduced sizes (<= 10 min on 2 cores)")
     parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--mode-file", default=None, help="graindem mode file with the compaction mode")
+    parser.add_argument("--mode-file", default=None, help="graindem mode file with the compaction mode "
+                        "(default: extracted here by graindem's FEM)")
+    parser.add_argument("--standin", action="store_true", help="use the analytic stand-in compaction mode")
     parser.add_argument("--only", default=None, help="comma list of: bending,compaction,assembly,strategies")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -189,9 +231,23 @@ def main(argv=None):
     if unknown:
         raise ValueError(f"--only accepts bending, compaction, assembly, strategies; got {sorted(unknown)}")
     log = print
+    if args.standin and args.mode_file:
+        raise ValueError("give --mode-file or --standin, not both")
     t_start = time.perf_counter()
-    sphere = compaction_sphere(args.mode_file, n_nodes=cfg["sphere_nodes"])
-    summary = {"mode": "quick" if args.quick else "full", "mode_file": args.mode_file}
+    mode_file = args.mode_file
+    fem_info = None
+    if not args.standin and mode_file is None:
+        mode_file = str(out / "compaction_mode.h5")
+        t0 = time.perf_counter()
+        fem = fem_compaction_mode_file(mode_file, mesh_size=cfg["fem_mesh_size"])
+        fem_info = {"mesh_size": cfg["fem_mesh_size"], "unknowns_octant": int(fem.unknowns),
+                    "levels": fem.eps.tolist(), "mode_eps": float(fem.eps[-1]),
+                    "wall_force": fem.wall_force.tolist(), "seconds": time.perf_counter() - t0}
+        log(f"FEM compaction mode: {fem.unknowns} unknowns, mode at eps = {fem.eps[-1]:.3g}, "
+            f"{fem_info['seconds']:.1f} s -> {mode_file}")
+    sphere = compaction_sphere(mode_file, n_nodes=cfg["sphere_nodes"])
+    summary = {"mode": "quick" if args.quick else "full", "mode_file": mode_file, "fem_mode_extraction": fem_info,
+               "sphere_nodes": int(len(sphere.nodes)), "node_layout": "octahedral"}
     if "bending" in which:
         summary["bending"] = run_bending(cfg, out, log)
     if "compaction" in which:
@@ -199,7 +255,7 @@ def main(argv=None):
     if "assembly" in which:
         summary["assembly27"] = run_assembly(cfg, out, log, sphere)
     if "strategies" in which:
-        run_strategies(out, log, compaction_sphere(args.mode_file))
+        run_strategies(out, log, compaction_sphere(mode_file))
     summary["wall_seconds"] = time.perf_counter() - t_start
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     log(json.dumps(summary, indent=2, default=float))

@@ -179,3 +179,29 @@ def test_cuboid_mesh_is_closed_and_exact():
     edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
     _, counts = np.unique(edges, axis=0, return_counts=True)
     assert np.all(counts == 2)                                  # closed 2-manifold
+
+
+def test_octahedral_sphere_mesh_symmetry_and_closure():
+    from scipy.spatial import cKDTree
+
+    from graindem.deform.levelset_update import octahedral_sphere_mesh
+
+    for f in (1, 4, 10):
+        v, faces = octahedral_sphere_mesh(3.0, f)
+        assert len(v) == 4 * f * f + 2 and len(faces) == 8 * f * f
+        assert np.allclose(np.linalg.norm(v, axis=1), 3.0)
+        edges = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+        uniq, count = np.unique(edges, axis=0, return_counts=True)
+        assert np.all(count == 2) and len(v) - len(uniq) + len(faces) == 2      # closed, genus 0
+        # outward: the signed volume is positive and below the sphere's (inscribed polyhedron)
+        a, b, c = v[faces[:, 0]], v[faces[:, 1]], v[faces[:, 2]]
+        vol = np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6
+        assert 0 < vol < 4 / 3 * np.pi * 27
+        # the six poles are nodes, and the set is invariant under the cube's symmetries
+        tree = cKDTree(v)
+        poles = np.concatenate([np.eye(3), -np.eye(3)]) * 3.0
+        assert tree.query(poles)[0].max() < 1e-12
+        for image in (v[:, [1, 2, 0]], v[:, [1, 0, 2]], v * [-1, 1, 1]):
+            assert tree.query(image)[0].max() < 1e-12
+    with pytest.raises(ValueError, match="frequency"):
+        octahedral_sphere_mesh(1.0, 0)

@@ -3,20 +3,34 @@
 References: the bending mode's generalized stiffness (Table 1: F = K_g δ at the indenter, since the
 mode is normalized to the mid-span deflection and the supports sit where the mode vanishes); the seed's
 Appendix B table (one-wall reaction vs ε = δ/R); the energy argument of Appendix C (eq. 59) for a
-cubic packing, here with 2×2×2 spheres: F_w(u_w) = 4 F_int(u_w/2).
+cubic packing, here with 2×2×2 spheres: F_w(u_w) = 4 F_int(u_w/2). The compaction mode is extracted by
+graindem's own FEM (coarse mesh, a few seconds) as in the benchmark.
 """
 
 import numpy as np
 import pytest
 
+from graindem.deform.response import APPENDIX_B_EPS, APPENDIX_B_FORCE
 from graindem.deform.scenes import compaction_sphere
-from graindem.deform.validation import (assembly27, relative_error, single_sphere_compaction,
-                                        three_point_bending)
+from graindem.deform.validation import (assembly27, fem_compaction_mode_file, quasi_static_compaction,
+                                        relative_error, single_sphere_compaction, three_point_bending)
 
 
 @pytest.fixture(scope="module")
-def sphere_template():
-    return compaction_sphere(n_nodes=400)
+def fem_modes(tmp_path_factory):
+    from graindem.fem import write_mode_file
+    from graindem.fem.cli import surface_triangles
+    from graindem.fem.compaction import compaction_mode_set
+
+    folder = tmp_path_factory.mktemp("modes")
+    beyond = folder / "mode_beyond.h5"
+    result = fem_compaction_mode_file(beyond, mesh_size=1.0)
+    # the same FEM run, the mode taken at the table's end (the seed's choice), for the contrast
+    at_end = folder / "mode_at_end.h5"
+    modes = compaction_mode_set(result, coordinate="relative", mode_eps=0.16)
+    modes.surface = surface_triangles(modes.tets)
+    write_mode_file(at_end, modes)
+    return {"beyond": compaction_sphere(beyond, n_nodes=400), "at_end": compaction_sphere(at_end, n_nodes=400)}
 
 
 def test_three_point_bending_slope():
@@ -29,25 +43,41 @@ def test_three_point_bending_slope():
     assert r["force"][-1] == pytest.approx(r["K_g"] * r["eps"][-1], rel=0.01)
 
 
-def test_single_sphere_compaction_follows_table(sphere_template):
-    r = single_sphere_compaction(rate=0.0004, template=sphere_template, n_records=60)
+def test_quasi_static_fem_mode_meets_table_and_mode_at_end_does_not(fem_modes):
+    wall_eps = np.linspace(0.02, 0.16, 8)
+    table = lambda e: np.interp(e, APPENDIX_B_EPS, APPENDIX_B_FORCE)  # noqa: E731
+    qs = quasi_static_compaction(fem_modes["beyond"], wall_eps, contact_stiffness=1e5)
+    err = qs["force"] / table(qs["eps"]) - 1
+    # with the pole node alone in contact the wall force is exactly U'(ε)/(6R) = F_table(ε); the first
+    # ring of nodes joins only near the end (measured 0.0 % up to ε = 0.1, < 0.5 % at 0.16)
+    assert np.abs(err).max() < 0.01
+    # the six walls push equally: the octahedral node set has the cube's symmetry
+    assert np.ptp(qs["per_wall"], axis=1).max() < 1e-6 * qs["force"].max()
+    # the penalty compliance: the walls have moved a little further than the poles (ε < δ/R)
+    assert np.all(qs["eps"] < wall_eps) and np.all(qs["eps"] > 0.97 * wall_eps)
+    # the mode taken at ε = 0.16 is flat over the contact patch there: the walls then press on patch
+    # nodes whose modal weight Φ·n is far below R and carry well over the table force
+    end = quasi_static_compaction(fem_modes["at_end"], wall_eps[-1:], contact_stiffness=1e5)
+    assert end["force"][0] > 1.5 * table(end["eps"][0])
+
+
+def test_single_sphere_dynamic_run_is_quasi_static(fem_modes):
+    r = single_sphere_compaction(rate=0.0008, template=fem_modes["beyond"], n_records=40)
     err = relative_error(r["force"], r["reference"])
-    # without the FEM mode the analytic stand-in does not flatten exactly: contact nodes off the pole
-    # have Φ·n < R, so each wall carries more than U'/(6R); with 400 nodes (spacing ~1.8 voxels) the
-    # measured excess is ~4 % at small ε, 2 % at the end. 5 % bounds that; the end point must be tight.
-    assert err.max() < 0.05
-    assert err[-1] < 0.025
-    # quasi-static rigid equilibrium: opposite walls push equally (the six walls need not: the surface
-    # nodes are not symmetric under the cube's rotations, so the sphere shifts until the pairs balance)
-    late = r["force"] > 0.2 * r["force"].max()
-    for a in range(3):
-        diff = np.abs(r["per_wall"][late, 2 * a] - r["per_wall"][late, 2 * a + 1]) / r["force"][late]
-        assert diff.max() < 0.02
+    # the issue's target on the table's range (above 5 % of its largest force)
+    assert err.max() < 0.02
+    # the dynamic run follows the equilibria of the same model (damping lag, inertia)
+    late = r["eps"] > 0.04
+    qs = quasi_static_compaction(fem_modes["beyond"], r["wall_displacement"][late] / 10.0)
+    assert np.allclose(r["force"][late], qs["force"], rtol=0.01)
+    # opposite walls balance (rigid equilibrium) and all six agree (symmetric nodes)
+    spread = np.ptp(r["per_wall"][late], axis=1) / r["force"][late]
+    assert spread.max() < 0.01
 
 
-def test_cubic_packing_energy_relation(sphere_template):
-    r = assembly27(rate=0.0016, template=sphere_template, n_side=2, n_records=60)
+def test_cubic_packing_energy_relation(fem_modes):
+    r = assembly27(rate=0.0016, template=fem_modes["beyond"], n_side=2, n_records=60)
     err = relative_error(r["F_w"], r["reference"], floor_fraction=0.2)
-    assert np.median(err) < 0.05
+    assert err.max() < 0.05
     # every sphere is compacted by about u_w/(2R) (eq. 70 for two spheres per row)
-    assert np.allclose(r["eps"][-1], r["u_w"][-1] / 20.0, rtol=0.08)
+    assert np.allclose(r["eps"][-1], r["u_w"][-1] / 20.0, rtol=0.03)

@@ -92,6 +92,20 @@ def test_mode_set_and_file_roundtrip(result, tmp_path):
     assert back.generalized_force(q[-1]) == pytest.approx(6.0 * result.wall_force[-1])
 
 
+def test_mode_taken_at_an_earlier_level(result):
+    # mode_eps picks the snapshot: Φ = u(ε_k)·R / pole displacement(ε_k) (relative coordinate), so the pole
+    # still moves inward by R per unit ε, and the stiffness is 2 U(ε_k)/(pole displacement/R)² (eq. 54)
+    k = 10
+    modes = compaction_mode_set(result, coordinate="relative", mode_eps=result.eps[k])
+    pole = modes.evaluate(np.array([[0.0, 0.0, R]]), modes=0)
+    assert np.allclose(pole, [[0, 0, -R]], atol=1e-8)
+    w = result.pole_displacement[k] / R
+    assert modes.stiffness[0, 0] == pytest.approx(2.0 * result.energy[k] / w**2, rel=1e-9)
+    assert modes.metadata["mode_eps_relative"] == pytest.approx(result.eps[k])
+    with pytest.raises(ValueError, match="mode_eps"):
+        compaction_mode_set(result, mode_eps=0.5 * (result.eps[k] + result.eps[k + 1]))
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="eps"):
         compact_sphere(R, E, NU, eps=[0.1, 0.05])

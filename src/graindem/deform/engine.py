@@ -16,7 +16,8 @@ point loaded: the node's own X for a slave; for the master, the pull-back X = x_
 contact point x_b (body frame), consistent with the remapped level set. Torques use deformed lever
 arms. Rigid dynamics: leapfrog; rotation by the explicit Euler equations in the body frame and the
 exact exponential map of ω Δt. Modal dynamics: damped leapfrog (M + ½ΔtC) v⁺ = (M − ½ΔtC) v⁻ + Δt (F_ε −
-F_int(ε)); F_int is linear (K ε) or a tabulated single-mode F(ε) (odd extension).
+F_int(ε)); F_int is linear (K ε) or a tabulated single-mode F(ε) (odd extension); C is constant or, for a
+tabulated response, β dF/dε at the current ε (``tangent_damping``).
 """
 
 from dataclasses import dataclass, field
@@ -237,7 +238,7 @@ def run_kernel(n_steps, dt, record_every,
                phi0, origin, h, table, nodes_ref, node_modes, areas, bound_radius,
                m_lhs_inv, m_rhs, k_lin, tab_eps, tab_force, tab_slope, use_table,
                ks, cs, otype, opoint, odir, orad, ovel, pairs, n_ways, ramp_time, t0, deformable,
-               n_iter, rec_t, rec_ofor, rec_eps, rec_opos, rec_pos):
+               n_iter, tangent_damping, rec_t, rec_ofor, rec_eps, rec_opos, rec_pos):
     n_grains = pos.shape[0]
     n_nodes = nodes_ref.shape[0]
     # a rigid run (the cost baseline) is the same loop with no modes and plain φ0 queries
@@ -261,6 +262,7 @@ def run_kernel(n_steps, dt, record_every,
     n_rec = 0
     for step in range(n_steps):
         # ---- node kinematics
+        node_radius = 0.0
         for g in range(n_grains):
             for k in range(n_nodes):
                 bx = nodes_ref[k, 0]
@@ -282,12 +284,14 @@ def run_kernel(n_steps, dt, record_every,
                 xw[g, k, 0] = pos[g, 0] + lx
                 xw[g, k, 1] = pos[g, 1] + ly
                 xw[g, k, 2] = pos[g, 2] + lz
+                node_radius = max(node_radius, lx * lx + ly * ly + lz * lz)
                 vw[g, k, 0] = vel[g, 0] + omega[g, 1] * lz - omega[g, 2] * ly + (
                     rot[g, 0, 0] * vx + rot[g, 0, 1] * vy + rot[g, 0, 2] * vz)
                 vw[g, k, 1] = vel[g, 1] + omega[g, 2] * lx - omega[g, 0] * lz + (
                     rot[g, 1, 0] * vx + rot[g, 1, 1] * vy + rot[g, 1, 2] * vz)
                 vw[g, k, 2] = vel[g, 2] + omega[g, 0] * ly - omega[g, 1] * lx + (
                     rot[g, 2, 0] * vx + rot[g, 2, 1] * vy + rot[g, 2, 2] * vz)
+        node_radius = np.sqrt(node_radius)
         force[:, :] = 0.0
         torque[:, :] = 0.0
         gen[:, :] = 0.0
@@ -295,6 +299,18 @@ def run_kernel(n_steps, dt, record_every,
         # ---- grain nodes against analytic obstacles
         for g in range(n_grains):
             for o in range(n_obst):
+                # no node of a grain whose centre is further than its bounding radius can touch
+                cx = pos[g, 0] - opoint[o, 0]
+                cy = pos[g, 1] - opoint[o, 1]
+                cz = pos[g, 2] - opoint[o, 2]
+                if otype[o] == PLANE:
+                    clear = cx * odir[o, 0] + cy * odir[o, 1] + cz * odir[o, 2]
+                else:
+                    along = cx * odir[o, 0] + cy * odir[o, 1] + cz * odir[o, 2]
+                    clear = np.sqrt((cx - along * odir[o, 0]) ** 2 + (cy - along * odir[o, 1]) ** 2
+                                    + (cz - along * odir[o, 2]) ** 2) - orad[o]
+                if clear > node_radius:
+                    continue
                 for k in range(n_nodes):
                     rx = xw[g, k, 0] - opoint[o, 0]
                     ry = xw[g, k, 1] - opoint[o, 1]
@@ -343,7 +359,9 @@ def run_kernel(n_steps, dt, record_every,
             for way in range(n_ways):
                 s = pairs[q, way]
                 mg = pairs[q, 1 - way]
-                reach = bound_radius + 2.0 * h
+                # a slave node further from the master's centre than the master's furthest deformed node
+                # (plus a cell for the surface between nodes) cannot be inside it
+                reach = min(bound_radius + 2.0 * h, node_radius + h)
                 for k in range(n_nodes):
                     dx = xw[s, k, 0] - pos[mg, 0]
                     dy = xw[s, k, 1] - pos[mg, 1]
@@ -458,7 +476,7 @@ def run_kernel(n_steps, dt, record_every,
         for g in range(n_grains):
             # modal: internal force, damped leapfrog
             fint = np.zeros(n_modes)
-            if use_table:
+            if use_table and n_modes > 0:
                 e = eps[g, 0]
                 a = abs(e)
                 idx = np.searchsorted(tab_eps, a, side="right") - 1
@@ -466,22 +484,30 @@ def run_kernel(n_steps, dt, record_every,
                     idx = tab_slope.shape[0] - 1
                 val = tab_force[idx] + tab_slope[idx] * (a - tab_eps[idx])
                 fint[0] = val if e >= 0 else -val
+                if tangent_damping > 0.0:
+                    # C = β K_t(ε): the scalar damped leapfrog with the current tangent (m_rhs holds M)
+                    cm = tangent_damping * tab_slope[idx]
+                    mm = m_rhs[0, 0]
+                    epsdot[g, 0] = (((mm - 0.5 * dt * cm) * epsdot[g, 0] + dt * (gen[g, 0] - fint[0]))
+                                    / (mm + 0.5 * dt * cm))
+                    eps[g, 0] += dt * epsdot[g, 0]
             else:
                 for a in range(n_modes):
                     for b in range(n_modes):
                         fint[a] += k_lin[a, b] * eps[g, b]
-            rhs = np.zeros(n_modes)
-            for a in range(n_modes):
-                for b in range(n_modes):
-                    rhs[a] += m_rhs[a, b] * epsdot[g, b]
-                rhs[a] += dt * (gen[g, a] - fint[a])
-            for a in range(n_modes):
-                v = 0.0
-                for b in range(n_modes):
-                    v += m_lhs_inv[a, b] * rhs[b]
-                epsdot[g, a] = v
-            for a in range(n_modes):
-                eps[g, a] += dt * epsdot[g, a]
+            if not (use_table and n_modes > 0 and tangent_damping > 0.0):
+                rhs = np.zeros(n_modes)
+                for a in range(n_modes):
+                    for b in range(n_modes):
+                        rhs[a] += m_rhs[a, b] * epsdot[g, b]
+                    rhs[a] += dt * (gen[g, a] - fint[a])
+                for a in range(n_modes):
+                    v = 0.0
+                    for b in range(n_modes):
+                        v += m_lhs_inv[a, b] * rhs[b]
+                    epsdot[g, a] = v
+                for a in range(n_modes):
+                    eps[g, a] += dt * epsdot[g, a]
             if fixed[g]:
                 continue
             for c in range(3):
@@ -562,7 +588,8 @@ class DeformableScene:
 
     def __init__(self, template, positions, modal_mass, response, modal_damping=None, density=1.0,
                  contact_stiffness=1e5, contact_damping=0.0, obstacles=(), pairs=(), fixed=None,
-                 both_ways=True, ramp_time=0.0, deformable=True, inverse_iterations=0, free_dofs=None):
+                 both_ways=True, ramp_time=0.0, deformable=True, inverse_iterations=0, free_dofs=None,
+                 tangent_damping=0.0):
         from graindem.deform.response import LinearResponse, TabulatedForce
 
         self.template = template
@@ -625,6 +652,15 @@ class DeformableScene:
         if int(inverse_iterations) != inverse_iterations or inverse_iterations < 0:
             raise ValueError(f"inverse_iterations must be an integer >= 0, got {inverse_iterations}")
         self.inverse_iterations = int(inverse_iterations)
+        # stiffness-proportional modal damping with the state-dependent stiffness (seed Table 2): C(ε) =
+        # tangent_damping · dF/dε of a tabulated response, in place of the constant modal_damping
+        if not tangent_damping >= 0:
+            raise ValueError(f"tangent_damping must be >= 0, got {tangent_damping}")
+        if tangent_damping > 0 and not self._use_table:
+            raise ValueError("tangent_damping needs a TabulatedForce response")
+        if tangent_damping > 0 and np.any(self.modal_damping != 0):
+            raise ValueError("give modal_damping or tangent_damping, not both")
+        self.tangent_damping = float(tangent_damping)
         self.time = 0.0
 
     def _obstacle_arrays(self):
@@ -679,7 +715,7 @@ class DeformableScene:
                            self.bound_radius, m_lhs_inv, m_rhs, np.ascontiguousarray(self._k),
                            self._tab[0], self._tab[1], self._tab[2], self._use_table, self.ks, self.cs,
                            otype, opoint, odir, orad, ovel, self.pairs, self.n_ways, self.ramp_time, self.time,
-                           self.deformable, self.inverse_iterations, rec_t, rec_ofor, rec_eps, rec_opos, rec_pos)
+                           self.deformable, self.inverse_iterations, self.tangent_damping, rec_t, rec_ofor, rec_eps, rec_opos, rec_pos)
         for o, p in zip(self.obstacles, opoint):
             o.point = p.copy()
         self.time += n_steps * dt

@@ -474,5 +474,53 @@ def sphere_surface_mesh(radius, n_vertices=4000):
     return radius * d, faces
 
 
+def octahedral_sphere_mesh(radius, frequency):
+    """Closed outward triangulation of a sphere with the cube's symmetry: each face of the octahedron
+    split into frequency² triangles on a regular lattice, vertices projected radially (4f² + 2 of them).
+
+    The six poles ±R e_i are vertices and the node set maps onto itself under every rotation and
+    reflection of the cube, so six walls or six neighbours closing along the axes all meet the same
+    node pattern (a Fibonacci set has no node at the poles and differs from axis to axis).
+    """
+    if not radius > 0:
+        raise ValueError(f"radius must be > 0, got {radius}")
+    if int(frequency) != frequency or frequency < 1:
+        raise ValueError(f"frequency must be an integer >= 1, got {frequency}")
+    n = int(frequency)
+    index = {}
+    faces = []
+
+    def vertex(lattice):
+        key = tuple(int(v) for v in lattice)
+        if key not in index:
+            index[key] = len(index)
+        return index[key]
+    for sx in (1, -1):
+        for sy in (1, -1):
+            for sz in (1, -1):
+                # integer lattice coordinates (sum of |components| = n) make shared edges coincide exactly
+                a = np.array([sx * n, 0, 0])
+                b = np.array([0, sy * n, 0])
+                c = np.array([0, 0, sz * n])
+                ids = {}
+                for i in range(n + 1):
+                    for j in range(n + 1 - i):
+                        ids[i, j] = vertex((a * (n - i - j) + b * i + c * j) // n)
+                for i in range(n):
+                    for j in range(n - i):
+                        faces.append((ids[i, j], ids[i + 1, j], ids[i, j + 1]))
+                        if i + j < n - 1:
+                            faces.append((ids[i + 1, j], ids[i + 1, j + 1], ids[i, j + 1]))
+    d = np.zeros((len(index), 3))
+    for key, v in index.items():
+        d[v] = key
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    faces = np.array(faces, dtype=np.int64)
+    p, q, r = d[faces[:, 0]], d[faces[:, 1]], d[faces[:, 2]]
+    flip = np.einsum("ij,ij->i", np.cross(q - p, r - p), p + q + r) < 0
+    faces[flip] = faces[flip][:, [0, 2, 1]]
+    return radius * d, faces
+
+
 STRATEGIES = {"recompute": RecomputeLevelSet, "advection": AdvectedLevelSet,
               "semi_lagrangian": SemiLagrangianLevelSet, "tabulated": TabulatedLevelSet}

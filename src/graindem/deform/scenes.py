@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from graindem.deform.grid import GridField
-from graindem.deform.levelset_update import cuboid_surface_mesh, sphere_surface_mesh
-from graindem.deform.modes import BeamBendingMode, Mode, grid_modes_from_file
+from graindem.deform.levelset_update import cuboid_surface_mesh, octahedral_sphere_mesh, sphere_surface_mesh
+from graindem.deform.modes import BeamBendingMode, GridMode, Mode, grid_modes_from_file
 
 BEAM_HALF = np.array([80.0, 2.0, 2.0])
 SPHERE_RADIUS = 10.0
@@ -107,26 +107,78 @@ class StandinCompactionMode(Mode):
         return g
 
 
-def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertices=4000):
-    """Table 2 sphere with one compaction mode: from ``mode_file`` (graindem mode file) or the stand-in."""
+def _extend_radially(mode_set, grid, radius, step):
+    """The first mode of ``mode_set`` at the nodes of ``grid``: interpolated in the FEM mesh inside the
+    sphere, continued linearly along the radius outside it (from two points a quarter and one and a
+    quarter ``step`` below the surface, inside the piecewise-linear FEM surface), instead of constantly
+    (the file's closest-point continuation).
+
+    The pull-back φ0(X) with x = X + εΦ(X) is then smooth across the surface: with a constant
+    continuation dX/dx jumps at the surface from 1 to 1/(1 + ε∂Φn/∂n), and the trilinear interpolation
+    of the remapped corners across that kink misplaces the surface. The FEM compaction mode compresses
+    the material under the contact strongly (ε∂Φn/∂n ≈ −0.3 at the pole at ε = 0.16), measured: φ at
+    the deformed pole −0.10 (constant) instead of 0.
+    """
+    pts = grid.node_positions().reshape(-1, 3)
+    dist = np.linalg.norm(pts, axis=1)
+    out = dist > radius - 0.25 * step
+    flat = np.empty((pts.shape[0], 3))
+    flat[~out] = mode_set.evaluate(pts[~out])[0]
+    direction = pts[out] / dist[out, None]
+    r_near, r_far = radius - 0.25 * step, radius - 1.25 * step
+    near = mode_set.evaluate(r_near * direction)[0]
+    far = mode_set.evaluate(r_far * direction)[0]
+    flat[out] = near + (dist[out] - r_near)[:, None] * (near - far) / step
+    return flat.reshape(grid.shape + (3,))
+
+
+def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertices=4000, node_layout="octahedral",
+                      exterior="linear"):
+    """Table 2 sphere with one compaction mode: from ``mode_file`` (graindem mode file) or the stand-in.
+
+    ``node_layout``: "octahedral" (default; `octahedral_sphere_mesh` with the frequency giving about
+    ``n_nodes`` nodes: 402 for 400, 1298 for the default one node per h² of surface) puts nodes on
+    the six poles, where the walls and the neighbours of a cubic packing touch first, with the same
+    pattern around each; "fibonacci" (`sphere_surface_mesh`) is the earlier, axis-asymmetric set.
+    ``exterior``: how a FEM mode is continued outside the sphere on the level-set grid ("linear" along
+    the radius, see `_extend_radially`, or "constant" as the mode file does).
+    """
+    if node_layout not in ("octahedral", "fibonacci"):
+        raise ValueError(f"node_layout must be 'octahedral' or 'fibonacci', got {node_layout!r}")
+    if exterior not in ("linear", "constant"):
+        raise ValueError(f"exterior must be 'linear' or 'constant', got {exterior!r}")
     r = SPHERE_RADIUS
     phi0 = GridField.sample(lambda p: np.linalg.norm(p, axis=1) - r, [-r - 6] * 3, [r + 6] * 3, spacing)
     node_values = None
     if mode_file is not None:
-        mode = grid_modes_from_file(mode_file, phi0)[0]
+        from graindem.fem import read_mode_file
+
+        mode_set = read_mode_file(mode_file)
+        # the validations read ε as indentation / R: a file in length units (pole moves 1 per unit q)
+        # is R times smaller than that mode
+        scale = r if mode_set.metadata.get("coordinate", "relative") == "length" else 1.0
+        if exterior == "linear":
+            values = scale * _extend_radially(mode_set, phi0, r, spacing)
+            mode = GridMode(values, phi0.origin, phi0.spacing)
+        else:
+            mode = grid_modes_from_file(mode_file, phi0)[0]
+            mode = GridMode(scale * mode.values, mode.origin, mode.spacing)
         source = f"FEM mode file {mode_file}"
     else:
         mode = StandinCompactionMode(r)
         source = "analytic stand-in (no FEM mode file given)"
     verts, faces = sphere_surface_mesh(r, surface_vertices)
     n = int(round(4 * np.pi * r * r / spacing ** 2)) if n_nodes is None else int(n_nodes)
-    nodes, faces_n = sphere_surface_mesh(r, n)
+    if n < 6:
+        raise ValueError(f"n_nodes must be >= 6, got {n_nodes}")
+    if node_layout == "octahedral":
+        nodes, faces_n = octahedral_sphere_mesh(r, max(1, int(round(np.sqrt((n - 2) / 4.0)))))
+    else:
+        nodes, faces_n = sphere_surface_mesh(r, n)
     areas = _vertex_areas(nodes, faces_n)
     areas *= 4 * np.pi * r * r / areas.sum()
     if mode_file is not None:
-        from graindem.fem import read_mode_file
-
-        node_values = read_mode_file(mode_file).evaluate(nodes)[:1]
+        node_values = scale * mode_set.evaluate(nodes)[:1]
     vol = 4.0 / 3.0 * np.pi * r ** 3
     inertia = np.full(3, 0.4 * vol * r * r)
     return DeformableTemplate("compaction_sphere", phi0, [mode], verts, faces, nodes, areas, vol, inertia,

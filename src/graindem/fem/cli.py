@@ -5,6 +5,7 @@ Config keys (all optional except `geometry`):
     sphere_compaction: radius = 10.0, E = 100.0, nu = 0.3, rho = 1.0, mesh_size = radius/20,
                        eps = [...] (indentation / radius, default: the seed's Appendix B points),
                        coordinate = "length" | "relative",
+                       mode_eps = (one of eps; default the largest: the level whose field is the mode),
                        basis = "single" | "pod" | "difference", n_modes = 3, energy_orthogonal = false
     cantilever: length = 160, width = 4, height = 4, E = 1e4, nu = 0.3, rho = 1.0, elements_along = 40,
                 elements_across = 2
@@ -61,7 +62,7 @@ def extract(cfg, progress=True):
         basis = cfg.get("basis", "single")
         if basis == "single":
             modes = compaction_mode_set(result, coordinate=cfg.get("coordinate", "length"),
-                                        rho=float(cfg.get("rho", 1.0)))
+                                        rho=float(cfg.get("rho", 1.0)), mode_eps=cfg.get("mode_eps"))
         elif basis in ("pod", "difference"):
             from graindem.fem.compaction import snapshot_mode_set
 

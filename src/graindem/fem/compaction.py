@@ -143,19 +143,32 @@ def energy_fit_value(coef, q, exponents=ENERGY_EXPONENTS):
     return sum(c * q**p for p, c in zip(exponents, coef))
 
 
-def compaction_mode_set(result: CompactionResult, coordinate="length", rho=1.0):
-    """Single compaction mode from the largest load, normalized so each pole moves inward by the coordinate.
+def compaction_mode_set(result: CompactionResult, coordinate="length", rho=1.0, mode_eps=None):
+    """Single compaction mode, normalized so each pole moves inward by the coordinate.
 
     coordinate="length": q = wall indentation (length units); "relative": q = indentation / R (the seed's ε).
     Generalized force from reactions (eq. 58, single mode): F_q = 6 · wall_force · dδ/dq.
+
+    ``mode_eps``: the load level (indentation / R, one of ``result.eps``) whose displacement is the mode;
+    default the largest (the seed's choice). Scaled down from its own level, a mode taken at the end of
+    the loading has its whole contact patch flat at that end: the patch rim barely moves while the pole
+    moves by R per unit ε, so a node-based reduced contact near that level spreads over nodes whose
+    modal weight is far below R. A level beyond the range to be simulated keeps the pole ahead of the
+    rim over the whole range (docs/deformable-status.md).
     """
     if coordinate not in ("length", "relative"):
         raise ValueError(f"coordinate must be 'length' or 'relative', got {coordinate!r}")
     if not result.displacements:
         raise ValueError("result has no displacement fields (run compact_sphere with keep_fields=True)")
+    if mode_eps is None:
+        level = len(result.displacements) - 1
+    else:
+        level = int(np.argmin(np.abs(result.eps - mode_eps)))
+        if not np.isclose(result.eps[level], mode_eps, rtol=1e-9, atol=1e-12):
+            raise ValueError(f"mode_eps must be one of the load levels {result.eps.tolist()}, got {mode_eps}")
     scale = 1.0 if coordinate == "length" else result.radius
-    u_max = result.displacements[-1]
-    phi = u_max * scale / result.pole_displacement[-1]
+    u_max = result.displacements[level]
+    phi = u_max * scale / result.pole_displacement[level]
     K, M = modal_stiffness_and_mass(result.problem, phi, rho)
     q = result.eps * result.radius / scale
     force = 6.0 * result.wall_force * scale
@@ -172,7 +185,7 @@ def compaction_mode_set(result: CompactionResult, coordinate="length", rho=1.0):
             "geometry": "sphere", "loading": "six rigid frictionless walls (octant FEM, quadratic tets)",
             "radius": result.radius, "E": result.E, "nu": result.nu, "rho": rho,
             "coordinate": coordinate,
-            "normalization": (f"phi = u(eps_max) scaled so each pole moves inward by q "
+            "normalization": (f"phi = u(mode_eps_relative) scaled so each pole moves inward by q "
                               f"({'length' if coordinate == 'length' else 'q * radius'}) "
                               f"when the generalized coordinate equals q"),
             "force_reading": ("force_table = generalized force = sum of the six wall reactions times d(delta)/dq; "
@@ -180,6 +193,7 @@ def compaction_mode_set(result: CompactionResult, coordinate="length", rho=1.0):
                               f"{scale}"),
             "tangent_stiffness_end": k_end,
             "eps_max_relative": float(result.eps[-1]),
+            "mode_eps_relative": float(result.eps[level]),
             "mesh_unknowns_octant": int(result.unknowns),
         },
     )
