@@ -90,6 +90,10 @@ def run_scenario(config, out, steps=None, quiet=False):
     test = B.start_test(sim, config["contact"]["law"], xi=config["contact"]["xi"], steps=nsteps,
                         total_strain=total_strain, axis=load["axis"], stress_axis=load["stress_axis"],
                         pressure=load["confining_stress"], local_damping=mat["damping"])
+    if load["shear_rate"] is not None:
+        for plane, rate in zip(sim.SHEAR_PLANES, load["shear_rate"]):
+            if rate != 0.0:
+                sim.control_shear(plane, strain_rate=rate)
     test["config"] = config
     if announce:
         announce(B.dt_line(sim))

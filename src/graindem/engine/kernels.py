@@ -52,7 +52,13 @@ CELL_L = 3           # 3: lengths now
 CELL_LBUILD = 6      # 3: lengths at the last neighbour rebuild
 CELL_RATE = 9        # 3: strain rates dL/(L dt) used in the last drift
 CELL_INTEGRAL = 12   # 3: integral term of the stress servo (a strain rate)
-N_CELL = 15
+# a sheared cell is the upper-triangular matrix h with rows a = (Lx, 0, 0), b = (xy, Ly, 0),
+# c = (xz, yz, Lz) (LAMMPS's convention): the image of x across the y face is x + b
+CELL_TILT = 15       # 3: tilts xy, xz, yz (m)
+CELL_TILT_BUILD = 18  # 3: tilts at the last neighbour rebuild
+CELL_SHEAR_RATE = 21  # 3: velocity gradients L_xy, L_xz, L_yz (1/s) used in the last drift
+CELL_GAMMA = 24      # 3: accumulated shear strains (integral of L_xy, L_xz, L_yz dt; flips do not reset it)
+N_CELL = 27
 
 # ctl
 CTL_DT = 0
@@ -67,7 +73,8 @@ CTL_MAXRATE = 14     # 3: servo strain rate limit (1/s)
 CTL_RATE = 17        # 3: prescribed strain rates of strain-controlled axes
 CTL_RMAX = 20        # largest radius
 CTL_INTEGRAL = 21    # 3: servo integral gain per step (fraction of the proportional gain)
-N_CTL = 24
+CTL_SHEAR = 24       # 3: prescribed velocity gradients L_xy, L_xz, L_yz (1/s) of a shearing cell
+N_CTL = 27
 
 # ictl
 ICTL_LAW = 0
@@ -138,6 +145,121 @@ def _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell):
         if m > 1024:
             m = 1024
         ncell[k] = m
+
+
+@njit(_nrt=False, inline="always")
+def _sheared(cell):
+    """True once the cell has a tilt or is being sheared: only then the triclinic geometry runs."""
+    return (cell[CELL_TILT] != 0.0 or cell[CELL_TILT + 1] != 0.0 or cell[CELL_TILT + 2] != 0.0
+            or cell[CELL_SHEAR_RATE] != 0.0 or cell[CELL_SHEAR_RATE + 1] != 0.0 or cell[CELL_SHEAR_RATE + 2] != 0.0)
+
+
+@njit(_nrt=False, inline="always")
+def _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, xy, xz, yz, perx, pery, perz):
+    """Minimum image through the cell matrix, the c, b, a vectors in turn (exact for tilts within
+    half a cell length and separations below half the cell's heights, which _flip_tilts and the
+    cell size check keep)."""
+    if perz:
+        k = math.floor(dz / Lz + 0.5)
+        dz -= k * Lz
+        dy -= k * yz
+        dx -= k * xz
+    if pery:
+        k = math.floor(dy / Ly + 0.5)
+        dy -= k * Ly
+        dx -= k * xy
+    if perx:
+        dx -= Lx * math.floor(dx / Lx + 0.5)
+    return dx, dy, dz
+
+
+@njit(_nrt=False, inline="always")
+def _tilt_out_of_range(cell):
+    return (abs(cell[CELL_TILT]) > 0.5 * cell[CELL_L] or abs(cell[CELL_TILT + 1]) > 0.5 * cell[CELL_L]
+            or abs(cell[CELL_TILT + 2]) > 0.5 * cell[CELL_L + 1])
+
+
+@njit
+def _flip_tilts(cell):
+    """Bring each tilt into [-L/2, L/2] by an equivalent choice of cell vectors (c - k b, b - k a,
+    c - k a): the lattice of images, and so the physics, is unchanged (LAMMPS's flip)."""
+    Lx = cell[CELL_L]
+    Ly = cell[CELL_L + 1]
+    if abs(cell[CELL_TILT + 2]) > 0.5 * Ly:
+        k = math.floor(cell[CELL_TILT + 2] / Ly + 0.5)
+        cell[CELL_TILT + 2] -= k * Ly
+        cell[CELL_TILT + 1] -= k * cell[CELL_TILT]
+    for t in range(2):
+        if abs(cell[CELL_TILT + t]) > 0.5 * Lx:
+            cell[CELL_TILT + t] -= Lx * math.floor(cell[CELL_TILT + t] / Lx + 0.5)
+
+
+@njit
+def _fractional(x, y, z, cell):
+    """Fractional coordinates h^-1 (x - lo) of a point in the (upper-triangular) cell."""
+    f2 = (z - cell[CELL_LO + 2]) / cell[CELL_L + 2]
+    f1 = (y - cell[CELL_LO + 1] - cell[CELL_TILT + 2] * f2) / cell[CELL_L + 1]
+    f0 = (x - cell[CELL_LO] - cell[CELL_TILT] * f1 - cell[CELL_TILT + 1] * f2) / cell[CELL_L]
+    return f0, f1, f2
+
+
+@njit
+def _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell):
+    """_wrap_and_grid of a sheared cell: flip the tilts, wrap through fractional coordinates (a
+    jump across the y face shifts x by the tilt xy: Lees-Edwards), and size the grid by the cell's
+    heights (the distances between opposite faces), so that +-1 bin in fractional coordinates
+    holds every neighbour within the cutoff."""
+    _flip_tilts(cell)
+    Lx = cell[CELL_L]
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    xy = cell[CELL_TILT]
+    xz = cell[CELL_TILT + 1]
+    yz = cell[CELL_TILT + 2]
+    for i in range(n):
+        x = pos[i, 0]
+        y = pos[i, 1]
+        z = pos[i, 2]
+        if ictl[ICTL_PERIODIC + 2] != 0:
+            k = math.floor((z - cell[CELL_LO + 2]) / Lz)
+            z -= k * Lz
+            y -= k * yz
+            x -= k * xz
+        if ictl[ICTL_PERIODIC + 1] != 0:
+            _, f1, _ = _fractional(x, y, z, cell)
+            k = math.floor(f1)
+            y -= k * Ly
+            x -= k * xy
+        if ictl[ICTL_PERIODIC] != 0:
+            f0, _, _ = _fractional(x, y, z, cell)
+            x -= Lx * math.floor(f0)
+        pos[i, 0] = x
+        pos[i, 1] = y
+        pos[i, 2] = z
+    vol = Lx * Ly * Lz
+    # heights: V / |b x c|, V / |a x c|, V / |a x b|
+    bcx = Ly * Lz
+    bcy = -xy * Lz
+    bcz = xy * yz - Ly * xz
+    heights = (vol / math.sqrt(bcx * bcx + bcy * bcy + bcz * bcz), Ly * Lz / math.sqrt(Lz * Lz + yz * yz), Lz)
+    for k in range(3):
+        m = int(heights[k] / cutoff)
+        if m < 1:
+            m = 1
+        if m > 1024:
+            m = 1024
+        ncell[k] = m
+
+
+@njit
+def _cell_of(pos, i, cell, sheared, mx, my, mz):
+    """Grid bin of particle i: by position, or in a sheared cell by fractional coordinates."""
+    if not sheared:
+        return (_cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
+                + _cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
+            + _cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+    f0, f1, f2 = _fractional(pos[i, 0], pos[i, 1], pos[i, 2], cell)
+    return (_cell_index(f0, 0.0, 1.0, mx) * my + _cell_index(f1, 0.0, 1.0, my)) * mz + _cell_index(f2, 0.0, 1.0, mz)
 
 
 @njit
@@ -251,7 +373,11 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     skin = ctl[CTL_SKIN]
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
     ncell = np.empty(3, dtype=np.int64)
-    _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell)
+    sheared = _sheared(cell)
+    if sheared:
+        _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell)
+    else:
+        _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell)
     mx = ncell[0]
     my = ncell[1]
     mz = ncell[2]
@@ -259,9 +385,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     cid = np.empty(n, dtype=np.int64)
     count = np.zeros(ncells + 1, dtype=np.int64)
     for i in range(n):
-        c = (_cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
-             + _cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
-            + _cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+        c = _cell_of(pos, i, cell, sheared, mx, my, mz)
         cid[i] = c
         count[c + 1] += 1
     for c in range(ncells):
@@ -279,9 +403,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
         for m in range(n):
             members[m] = m
         for i in range(n):
-            cid[i] = (_cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
-                      + _cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
-                + _cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+            cid[i] = _cell_of(pos, i, cell, sheared, mx, my, mz)
     # old rows grouped by their lower particle index, for the carry-over lookup
     ostart = np.zeros(n + 1, dtype=np.int64)
     for o in range(npairs_old):
@@ -297,6 +419,9 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     Lx = cell[CELL_L]
     Ly = cell[CELL_L + 1]
     Lz = cell[CELL_L + 2]
+    txy = cell[CELL_TILT]
+    txz = cell[CELL_TILT + 1]
+    tyz = cell[CELL_TILT + 2]
     perx = ictl[ICTL_PERIODIC] != 0
     pery = ictl[ICTL_PERIODIC + 1] != 0
     perz = ictl[ICTL_PERIODIC + 2] != 0
@@ -348,12 +473,15 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                         dx = pos[j, 0] - xi
                         dy = pos[j, 1] - yi
                         dz = pos[j, 2] - zi
-                        if perx:
-                            dx -= Lx * math.floor(dx / Lx + 0.5)
-                        if pery:
-                            dy -= Ly * math.floor(dy / Ly + 0.5)
-                        if perz:
-                            dz -= Lz * math.floor(dz / Lz + 0.5)
+                        if sheared:
+                            dx, dy, dz = _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
+                        else:
+                            if perx:
+                                dx -= Lx * math.floor(dx / Lx + 0.5)
+                            if pery:
+                                dy -= Ly * math.floor(dy / Ly + 0.5)
+                            if perz:
+                                dz -= Lz * math.floor(dz / Lz + 0.5)
                         rc = ri + radius[j] + skin
                         if dx * dx + dy * dy + dz * dz >= rc * rc:
                             continue
@@ -413,6 +541,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
             pos_build[i, d] = pos[i, d]
     for d in range(3):
         cell[CELL_LBUILD + d] = cell[CELL_L + d]
+        cell[CELL_TILT_BUILD + d] = cell[CELL_TILT + d]
     # walls: rows near enough to touch before the next rebuild; rows that drop out are released
     nc = 0
     for i in range(n):
@@ -527,26 +656,27 @@ SC_DIST = 7
 N_SC = 8
 
 
-@njit(_nrt=False)
-def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act):
-    """Contact forces of all pairs of the half list; returns False if a contact diverged.
-
-    Two passes: the kinematics of every pair (overlap, normal, frame update, shift increment) into
-    the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
-    over those. Each pass's loop body is small enough that the processor overlaps the long
-    dependency chains of consecutive contacts (frame update; law), which one fused loop did not.
-    """
+# Inlined twice into pair_forces with `sheared` a constant: the orthogonal cell's loop then has no
+# trace of the shear terms (a run-time flag in the one loop cost 5-7 % of the pass).
+@njit(_nrt=False, inline="always")
+def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
+                     pts, nxt, meta, out, sc, act):
+    """First pass of pair_forces; returns the number of touching pairs, or -1 on divergence."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
-    visc = ctl[CTL_VISC]
     Lx = cell[CELL_L]
     Ly = cell[CELL_L + 1]
     Lz = cell[CELL_L + 2]
     ex = cell[CELL_RATE]
     ey = cell[CELL_RATE + 1]
     ez = cell[CELL_RATE + 2]
+    txy = cell[CELL_TILT]
+    txz = cell[CELL_TILT + 1]
+    tyz = cell[CELL_TILT + 2]
+    gxy = cell[CELL_SHEAR_RATE]
+    gxz = cell[CELL_SHEAR_RATE + 1]
+    gyz = cell[CELL_SHEAR_RATE + 2]
     perx = ictl[ICTL_PERIODIC] != 0
     pery = ictl[ICTL_PERIODIC + 1] != 0
     perz = ictl[ICTL_PERIODIC + 2] != 0
@@ -557,12 +687,15 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
         dx = pos[j, 0] - pos[i, 0]
         dy = pos[j, 1] - pos[i, 1]
         dz = pos[j, 2] - pos[i, 2]
-        if perx:
-            dx -= Lx * math.floor(dx / Lx + 0.5)
-        if pery:
-            dy -= Ly * math.floor(dy / Ly + 0.5)
-        if perz:
-            dz -= Lz * math.floor(dz / Lz + 0.5)
+        if sheared:
+            dx, dy, dz = _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
+        else:
+            if perx:
+                dx -= Lx * math.floor(dx / Lx + 0.5)
+            if pery:
+                dy -= Ly * math.floor(dy / Ly + 0.5)
+            if perz:
+                dz -= Lz * math.floor(dz / Lz + 0.5)
         ri = radius[i]
         rj = radius[j]
         rs = ri + rj
@@ -581,7 +714,7 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
         if not (delta < pk[c, PK_LIMIT]):
             out[OUT_CI] = i
             out[OUT_CJ] = j
-            return False
+            return -1
         inv = 1.0 / dist
         nx = dx * inv
         ny = dy * inv
@@ -593,6 +726,9 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
         vx += ex * dx
         vy += ey * dy
         vz += ez * dz
+        if sheared:
+            vx += gxy * dy + gxz * dz
+            vy += gyz * dz
         vn = vx * nx + vy * ny + vz * nz
         if was:
             qw, qx, qy, qz = _turn_frame(pcq, c, nx, ny, nz,
@@ -615,6 +751,31 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
         sc[na, SC_DSY] = dsy
         sc[na, SC_DIST] = dist
         na += 1
+    return na
+
+
+@njit(_nrt=False)
+def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
+                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act):
+    """Contact forces of all pairs of the half list; returns False if a contact diverged.
+
+    Two passes: the kinematics of every pair (overlap, normal, frame update, shift increment) into
+    the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
+    over those. Each pass's loop body is small enough that the processor overlaps the long
+    dependency chains of consecutive contacts (frame update; law), which one fused loop did not.
+    """
+    law = ictl[ICTL_LAW]
+    energy = ictl[ICTL_ENERGY] != 0
+    dt = ctl[CTL_DT]
+    visc = ctl[CTL_VISC]
+    if _sheared(cell):
+        na = _pair_kinematics(True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                              pk, pm, pts, nxt, meta, out, sc, act)
+    else:
+        na = _pair_kinematics(False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                              pk, pm, pts, nxt, meta, out, sc, act)
+    if na < 0:
+        return False
     # local sums: the arrays may alias as far as the compiler knows, so sums kept in acc[] would
     # be loaded and stored for every contact
     s00 = 0.0
@@ -822,6 +983,14 @@ def servo(cell, ctl, ictl, acc):
             cell[CELL_RATE + k] = ctl[CTL_RATE + k]
         # trapezoid rule: the stress now closes the last step and opens the next one
         acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + 4 * k] * (rate_before + cell[CELL_RATE + k]) * ctl[CTL_DT]
+    # off-diagonal velocity gradients L_xy, L_xz, L_yz: prescribed; their share of -V sigma:L dt
+    # pairs each with the stress component sum f_a l_b of the same (a, b) = (0, 1), (0, 2), (1, 2)
+    for k in range(3):
+        before = cell[CELL_SHEAR_RATE + k]
+        now = ctl[CTL_SHEAR + k]
+        cell[CELL_SHEAR_RATE + k] = now
+        if before != 0.0 or now != 0.0:
+            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + (1 if k == 0 else (2 if k == 1 else 5))] * (before + now) * ctl[CTL_DT]
 
 
 @njit(_nrt=False)
@@ -848,6 +1017,22 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
     s0 = cell[CELL_L] * (1.0 + e0) / cell[CELL_LBUILD]
     s1 = cell[CELL_L + 1] * (1.0 + e1) / cell[CELL_LBUILD + 1]
     s2 = cell[CELL_L + 2] * (1.0 + e2) / cell[CELL_LBUILD + 2]
+    # shear: x += (L_xy (y - lo) + L_xz (z - lo)) dt, y += L_yz (z - lo) dt, and the cell h <- (I + L dt) h,
+    # which keeps every particle's fractional coordinates; f01, f02, f12: the off-diagonal terms of
+    # F = h_new h_build^-1, the affine map since the rebuild (all zero for an orthogonal cell)
+    g01 = cell[CELL_SHEAR_RATE] * dt
+    g02 = cell[CELL_SHEAR_RATE + 1] * dt
+    g12 = cell[CELL_SHEAR_RATE + 2] * dt
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    xy_new = (1.0 + e0) * cell[CELL_TILT] + g01 * Ly
+    xz_new = (1.0 + e0) * cell[CELL_TILT + 1] + g01 * cell[CELL_TILT + 2] + g02 * Lz
+    yz_new = (1.0 + e1) * cell[CELL_TILT + 2] + g12 * Lz
+    f01 = (xy_new - s0 * cell[CELL_TILT_BUILD]) / cell[CELL_LBUILD + 1]
+    f12 = (yz_new - s1 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
+    f02 = (xz_new - s0 * cell[CELL_TILT_BUILD + 1] - f01 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
+    # the orthogonal cell skips the shear terms (a predictable branch: its loop stays as fast as before)
+    sheared = _sheared(cell)
     maxd2 = 0.0
     local_work = 0.0
     for i in range(n):
@@ -891,6 +1076,9 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
         x = pos[i, 0] + vx * dt + (pos[i, 0] - lo0) * e0
         y = pos[i, 1] + vy * dt + (pos[i, 1] - lo1) * e1
         z = pos[i, 2] + vz * dt + (pos[i, 2] - lo2) * e2
+        if sheared:
+            x += (pos[i, 1] - lo1) * g01 + (pos[i, 2] - lo2) * g02
+            y += (pos[i, 2] - lo2) * g12
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)
                 and math.isfinite(wx) and math.isfinite(wy) and math.isfinite(wz)):
             out[OUT_PARTICLE] = i
@@ -931,13 +1119,20 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
         torque[i, 2] = 0.0
         ddx = x - (lo0 + (pos_build[i, 0] - lo0) * s0)
         ddy = y - (lo1 + (pos_build[i, 1] - lo1) * s1)
+        if sheared:
+            ddx -= (pos_build[i, 1] - lo1) * f01 + (pos_build[i, 2] - lo2) * f02
+            ddy -= (pos_build[i, 2] - lo2) * f12
         ddz = z - (lo2 + (pos_build[i, 2] - lo2) * s2)
         d2 = ddx * ddx + ddy * ddy + ddz * ddz
         if d2 > maxd2:
             maxd2 = d2
     acc[ACC_LOCAL_WORK] += local_work
+    cell[CELL_TILT] = xy_new
+    cell[CELL_TILT + 1] = xz_new
+    cell[CELL_TILT + 2] = yz_new
     for k in range(3):
         cell[CELL_L + k] *= 1.0 + cell[CELL_RATE + k] * dt
+        cell[CELL_GAMMA + k] += cell[CELL_SHEAR_RATE + k] * dt
     return maxd2
 
 
@@ -1019,7 +1214,19 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
             s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
             if s > stretch:
                 stretch = s
-        if 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
+        flip = False
+        if _sheared(cell):
+            # |F - I| <= max |F_kk - 1| + |off-diagonal part| (Frobenius); a tilt past half a cell
+            # length rebuilds at once, where the tilt flips and the minimum image stays exact
+            xy_b = cell[CELL_TILT_BUILD]
+            yz_b = cell[CELL_TILT_BUILD + 2]
+            f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
+            f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
+            f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
+                   - f01 * yz_b) / cell[CELL_LBUILD + 2]
+            stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
+            flip = _tilt_out_of_range(cell)
+        if flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
             if build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl,
                            ictl, pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build,
                            pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm) < 0:

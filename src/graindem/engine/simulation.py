@@ -139,6 +139,7 @@ class Simulation:
         self.gain = np.zeros(3)
         self.maxrate = np.zeros(3)
         self.integral = np.zeros(3)
+        self.shear = np.zeros(3)  # prescribed velocity gradients L_xy, L_xz, L_yz (control_shear)
         self.ready = False
         self.timing = {"run_s": 0.0, "steps": 0}
 
@@ -345,6 +346,81 @@ class Simulation:
         if self.ready:
             self._push_control()
 
+    SHEAR_PLANES = ("xy", "xz", "yz")
+
+    def control_shear(self, plane, strain_rate):
+        """Shear the periodic cell homogeneously: the affine flow gets the velocity gradient
+        L_ab = strain_rate (1/s) for plane "ab" in ("xy", "xz", "yz"): the velocity along a grows
+        with the coordinate along b (simple shear u_x = strain_rate * y for "xy"), i.e. the
+        engineering shear strain rate gamma_dot. The cell is the upper-triangular matrix whose rows
+        are the cell vectors (Lx, 0, 0), (xy, Ly, 0), (xz, yz, Lz); a tilt that passes half a cell
+        length is flipped back by an equivalent choice of cell vectors, like LAMMPS. Only these
+        three planes (the upper triangle of L) are offered, which keeps the cell triangular; for
+        the opposite sense use a negative rate or relabel the axes. Both axes of the plane must be
+        periodic. Diagonal components stay with control_axis (rate or stress servo);
+        strain_rate=0 stops the shear (the tilt stays)."""
+        name = str(plane)
+        if name not in self.SHEAR_PLANES:
+            raise ValueError(f"plane must be one of {self.SHEAR_PLANES} (flow axis, then gradient axis), got {plane!r}")
+        k = self.SHEAR_PLANES.index(name)
+        axes = ("xyz".index(name[0]), "xyz".index(name[1]))
+        for a in axes:
+            if not self.periodic[a]:
+                raise ValueError(f"plane {name!r}: axis {'xyz'[a]} is not periodic; shear needs both axes of the "
+                                 "plane periodic (set_box periodic=...)")
+        try:
+            r = float(strain_rate)
+        except (TypeError, ValueError):
+            raise ValueError(f"strain_rate must be a finite number (1/s), got {strain_rate!r}")
+        if not math.isfinite(r):
+            raise ValueError(f"strain_rate must be a finite number (1/s), got {strain_rate!r}")
+        self.shear[k] = r
+        if self.ready:
+            self._check_shear_heights()
+            self._push_control()
+
+    def _check_shear_heights(self):
+        """A sheared cell's heights (distances between opposite faces) shrink with the tilt; with
+        every tilt at its flip limit of half a cell length they must still exceed twice the neighbour
+        cutoff, or the minimum image would not be unique."""
+        if not np.any(self.shear != 0.0):
+            return
+        L = self.cell[K.CELL_L:K.CELL_L + 3] if self.ready else self.box_hi - self.box_lo
+        cutoff = 2.0 * float(self.radius.max()) + self.skin
+        worst = np.inf * np.ones(3)
+        lim = [0.5 * L[0] if self.shear[0] != 0 or self.shear[1] != 0 else 0.0,
+               0.5 * L[0] if self.shear[1] != 0 or self.shear[0] != 0 else 0.0,
+               0.5 * L[1] if self.shear[2] != 0 else 0.0]
+        for sx in (-1, 1):
+            for sz in (-1, 1):
+                for syz in (-1, 1):
+                    h = np.diag(L)
+                    h[1, 0], h[2, 0], h[2, 1] = sx * lim[0], sz * lim[1], syz * lim[2]
+                    vol = np.prod(L)
+                    heights = [vol / np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3])) for k in range(3)]
+                    worst = np.minimum(worst, heights)
+        for k in range(3):
+            if self.periodic[k] and worst[k] <= 2.0 * cutoff:
+                raise ValueError(f"a sheared cell's height along axis {k} falls to {worst[k]:.4g} m at the largest "
+                                 f"tilt (half a cell length); it must exceed twice the neighbour cutoff "
+                                 f"2*(2 r_max + skin) = {2 * cutoff:.4g} m: use a larger cell")
+
+    @property
+    def cell_matrix(self):
+        """(3, 3): the periodic cell's vectors as rows (upper-triangular h^T: a, b, c)."""
+        self.setup()
+        h = np.zeros((3, 3))
+        L = self.box_lengths
+        t = self.cell[K.CELL_TILT:K.CELL_TILT + 3]
+        h[0, 0], h[1, 1], h[2, 2] = L
+        h[1, 0], h[2, 0], h[2, 1] = t
+        return h
+
+    @property
+    def shear_strain(self):
+        """Accumulated shear strains (integral of L_xy, L_xz, L_yz dt), not reset by tilt flips."""
+        return self.cell[K.CELL_GAMMA:K.CELL_GAMMA + 3].copy() if self.ready else np.zeros(3)
+
     def _push_control(self):
         self.ictl[K.ICTL_MODE:K.ICTL_MODE + 3] = self.mode
         self.ctl[K.CTL_RATE:K.CTL_RATE + 3] = self.rate
@@ -352,6 +428,7 @@ class Simulation:
         self.ctl[K.CTL_GAIN:K.CTL_GAIN + 3] = self.gain
         self.ctl[K.CTL_MAXRATE:K.CTL_MAXRATE + 3] = self.maxrate
         self.ctl[K.CTL_INTEGRAL:K.CTL_INTEGRAL + 3] = self.integral
+        self.ctl[K.CTL_SHEAR:K.CTL_SHEAR + 3] = self.shear
 
     def set_friction(self, mu):
         """Give every material and every pair the friction coefficient mu (e.g. raise it after a
@@ -476,6 +553,7 @@ class Simulation:
             if self.periodic[k] and L[k] <= 2.0 * cutoff:
                 raise ValueError(f"periodic box length along axis {k} ({L[k]:.4g} m) must exceed twice the "
                                  f"neighbour cutoff 2*(2 r_max + skin) = {2 * cutoff:.4g} m")
+        self._check_shear_heights()
         self.cell = np.zeros(K.N_CELL)
         self.cell[K.CELL_LO:K.CELL_LO + 3] = self.box_lo
         self.cell[K.CELL_L:K.CELL_L + 3] = L
@@ -574,9 +652,19 @@ class Simulation:
         j = self.pj[:m]
         d = self.pos[j] - self.pos[i]
         L = self.cell[K.CELL_L:K.CELL_L + 3]
-        for k in range(3):
-            if self.periodic[k]:
-                d[:, k] -= L[k] * np.floor(d[:, k] / L[k] + 0.5)
+        t = self.cell[K.CELL_TILT:K.CELL_TILT + 3]
+        # the kernels' minimum image: through the c, b, a cell vectors in turn (tilts are 0 unless sheared)
+        if self.periodic[2]:
+            k = np.floor(d[:, 2] / L[2] + 0.5)
+            d[:, 2] -= k * L[2]
+            d[:, 1] -= k * t[2]
+            d[:, 0] -= k * t[1]
+        if self.periodic[1]:
+            k = np.floor(d[:, 1] / L[1] + 0.5)
+            d[:, 1] -= k * L[1]
+            d[:, 0] -= k * t[0]
+        if self.periodic[0]:
+            d[:, 0] -= L[0] * np.floor(d[:, 0] / L[0] + 0.5)
         dist = np.sqrt((d * d).sum(axis=1))
         return i, j, d, dist, self.radius[i] + self.radius[j] - dist
 
@@ -814,6 +902,7 @@ class Simulation:
             "step": self.step_count, "time": self.time, "unbalanced_force_ratio": unbalanced,
             "stress": sig, "pressure": float(np.trace(sig) / 3.0),
             "strain": strain, "volumetric_strain": float(strain.sum()),
+            "shear_strain": self.shear_strain,
             "void_ratio": V / vs - 1.0, "n_contacts": n_c,
             "coordination": 2.0 * n_c / self.n,
             "n_wall_contacts": int(wact.sum()),
@@ -854,7 +943,7 @@ class Simulation:
                 "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit,
                 "mode": self.mode.tolist(), "rate": self.rate.tolist(), "target": self.target.tolist(),
                 "gain": self.gain.tolist(), "maxrate": self.maxrate.tolist(),
-                "integral": self.integral.tolist(), "dt_fraction": self.dt_fraction,
+                "integral": self.integral.tolist(), "shear": self.shear.tolist(), "dt_fraction": self.dt_fraction,
                 "adaptive_dt": self.adaptive_dt, "adaptive_dt_interval": self.adaptive_dt_interval,
                 "time_offset": self._time_offset, "reference_overlap": self.reference_overlap}
         return d, meta
@@ -891,6 +980,7 @@ class Simulation:
         sim.gain = np.array(meta["gain"])
         sim.maxrate = np.array(meta["maxrate"])
         sim.integral = np.array(meta["integral"])
+        sim.shear = np.array(meta.get("shear", [0.0, 0.0, 0.0]))
         # keys added after schema 1 was first written: older checkpoints ran at a fixed dt
         sim.dt_fraction = float(meta.get("dt_fraction", sim.dt_fraction))
         sim.adaptive_dt = bool(meta.get("adaptive_dt", False))

@@ -138,6 +138,7 @@ SCHEMA = {
         "strain_rate": Key(float, None, "biaxial: compressive strain rate", "1/s", gt=0.0),
         "confining_stress": Key(float, 100e3, "confining pressure of preparation and lateral stress of the test", "Pa", gt=0.0, le=1e10),
         "preparation_mu": Key(float, 0.0, "friction coefficient while the assembly is compressed to confining_stress", "-", ge=0.0, le=10.0),
+        "shear_rate": Key("vector", None, "biaxial: simple shear added to the test, velocity gradients [L_xy, L_xz, L_yz] of the periodic cell (Simulation.control_shear)", "1/s", length=3),
     },
     "output": {
         "vtk": Key(bool, True, "write particles and contacts as VTK (.vtu + .pvd) files"),
