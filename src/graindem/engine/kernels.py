@@ -656,8 +656,11 @@ SC_DIST = 7
 N_SC = 8
 
 
-# Inlined twice into pair_forces with `sheared` a constant: the orthogonal cell's loop then has no
-# trace of the shear terms (a run-time flag in the one loop cost 5-7 % of the pass).
+# Compiled twice, once per cell kind, each wrapper inlining the body once with `sheared` a constant:
+# the orthogonal cell's loop then has no trace of the shear terms (a run-time flag in the one loop
+# cost 5-7 % of the pass). Not both inlined into pair_forces: that build computed different
+# rounding when compiled afresh and when loaded from numba's cache, so a run and its restart
+# in another process parted after a few thousand steps.
 @njit(_nrt=False, inline="always")
 def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                      pts, nxt, meta, out, sc, act):
@@ -755,6 +758,20 @@ def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ict
 
 
 @njit(_nrt=False)
+def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
+                                pts, nxt, meta, out, sc, act):
+    return _pair_kinematics(False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                            pk, pm, pts, nxt, meta, out, sc, act)
+
+
+@njit(_nrt=False)
+def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
+                             pts, nxt, meta, out, sc, act):
+    return _pair_kinematics(True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                            pk, pm, pts, nxt, meta, out, sc, act)
+
+
+@njit(_nrt=False)
 def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
                 pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act):
     """Contact forces of all pairs of the half list; returns False if a contact diverged.
@@ -769,11 +786,11 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
     dt = ctl[CTL_DT]
     visc = ctl[CTL_VISC]
     if _sheared(cell):
-        na = _pair_kinematics(True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                              pk, pm, pts, nxt, meta, out, sc, act)
+        na = _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                                      pk, pm, pts, nxt, meta, out, sc, act)
     else:
-        na = _pair_kinematics(False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                              pk, pm, pts, nxt, meta, out, sc, act)
+        na = _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
+                                         pcq, pk, pm, pts, nxt, meta, out, sc, act)
     if na < 0:
         return False
     # local sums: the arrays may alias as far as the compiler knows, so sums kept in acc[] would
