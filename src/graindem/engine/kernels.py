@@ -155,6 +155,18 @@ def _sheared(cell):
 
 
 @njit(_nrt=False, inline="always")
+def _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz):
+    """Minimum image in the orthogonal cell (the tilted cell's is _min_image_tilted)."""
+    if perx:
+        dx -= Lx * math.floor(dx / Lx + 0.5)
+    if pery:
+        dy -= Ly * math.floor(dy / Ly + 0.5)
+    if perz:
+        dz -= Lz * math.floor(dz / Lz + 0.5)
+    return dx, dy, dz
+
+
+@njit(_nrt=False, inline="always")
 def _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, xy, xz, yz, perx, pery, perz):
     """Minimum image through the cell matrix, the c, b, a vectors in turn (exact for tilts within
     half a cell length and separations below half the cell's heights, which _flip_tilts and the
@@ -476,12 +488,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                         if sheared:
                             dx, dy, dz = _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
                         else:
-                            if perx:
-                                dx -= Lx * math.floor(dx / Lx + 0.5)
-                            if pery:
-                                dy -= Ly * math.floor(dy / Ly + 0.5)
-                            if perz:
-                                dz -= Lz * math.floor(dz / Lz + 0.5)
+                            dx, dy, dz = _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
                         rc = ri + radius[j] + skin
                         if dx * dx + dy * dy + dz * dz >= rc * rc:
                             continue
@@ -693,12 +700,7 @@ def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ict
         if sheared:
             dx, dy, dz = _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
         else:
-            if perx:
-                dx -= Lx * math.floor(dx / Lx + 0.5)
-            if pery:
-                dy -= Ly * math.floor(dy / Ly + 0.5)
-            if perz:
-                dz -= Lz * math.floor(dz / Lz + 0.5)
+            dx, dy, dz = _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
         ri = radius[i]
         rj = radius[j]
         rs = ri + rj
