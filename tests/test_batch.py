@@ -236,6 +236,16 @@ def test_contact_kernel_benchmark_quick(tmp_path):
     # Only jaeger keeps a history: its contacts must carry more bytes than the history-free laws.
     assert data["laws"]["jaeger"]["mean_history_length"] > 1.0
     assert data["laws"]["mindlin"]["mean_history_length"] == 0.0
+    # The headline is the recorded biaxial trace without energy accounting; the synthetic mix and
+    # the energy-on figures are reported beside it.
+    assert data["mix"] == "trace"
+    assert set(data["laws_with_energy"]) == set(TANGENTIAL_LAWS)
+    assert set(data["synthetic"]["laws"]) == set(TANGENTIAL_LAWS)
+    assert set(data["synthetic"]["jaeger_xi"]) == {"0.1", "0.2"}
+    # The trace's histories are short (~5 points), the synthetic ones long (~80 at steady state).
+    assert data["laws"]["jaeger"]["mean_history_length"] < data["synthetic"]["laws"]["jaeger"]["mean_history_length"]
+    for key in ("ratio_jaeger_mindlin_with_energy", "ratio_jaeger_mindlin_harness_subtracted", "harness_ns_per_update"):
+        assert data[key] > 0 and math.isfinite(data[key]), key
 
 
 def test_demo_writes_plots_and_summary(tmp_path):

@@ -371,6 +371,52 @@ def test_gross_sliding_integrals_match_the_general_integrator():
     assert checked == 40
 
 
+def test_gross_sliding_integrals_large_movements_match_quad():
+    """Sliding movements of relative size 2-16 (a sliding contact dragged far in one step, normal
+    load changing by up to a factor 2), the range the O(1) path covers beyond DEM-size steps:
+    against scipy's quad of T . w and of the slip power written here (1e-9 of the movement's scale,
+    as the general integrator's tolerance)."""
+    from scipy.integrate import quad
+
+    from graindem.contact import energy
+    from graindem.contact.jaeger import F_SX, F_SY
+
+    rng = np.random.default_rng(11)
+    sizes = []
+    for _ in range(20):
+        sc = _gross_sliding_contact(rng)
+        prm, fs, ist = sc.prm, sc.fs, sc.ist
+        kappa_mu = prm[S.P_KAPPA] * MU
+        d0 = fs[0, S.F_DELTA]
+        sk = fs[0, F_SX:F_SY + 1].copy()
+        s0 = float(np.linalg.norm(sk))
+        u0 = sk / s0
+        d1 = d0 * math.exp(rng.uniform(-0.7, 0.7))
+        along = kappa_mu * max(d1 - d0, 0.0) + rng.uniform(1.0, 8.0) * s0
+        w = u0 * along + np.array([-u0[1], u0[0]]) * rng.normal(0.0, 3.0) * s0
+        assert energy.gross_sliding_keeps(prm, fs, ist, 0, w[0], w[1], d1 - d0)
+        W, D, ok = energy.gross_sliding_integrals(prm, d0, d1, sk[0], sk[1], w[0], w[1])
+        size = float(np.linalg.norm(w)) / s0 + abs(d1 - d0) / min(d0, d1)
+        assert ok == (size <= energy.GROSS_MAX_SIZE)
+        if not ok:
+            continue
+        sizes.append(size)
+        cn = prm[S.P_CN]
+
+        def power(t, dissipated):
+            dt = d0 + t * (d1 - d0)
+            a = sk + t * w
+            u_dot_w = float(a @ w) / float(np.linalg.norm(a))
+            return MU * cn * dt ** 1.5 * (u_dot_w - kappa_mu * (d1 - d0) if dissipated else u_dot_w)
+
+        Wq = quad(power, 0.0, 1.0, args=(False,), epsabs=0.0, epsrel=1e-13, limit=200)[0]
+        Dq = quad(power, 0.0, 1.0, args=(True,), epsabs=0.0, epsrel=1e-13, limit=200)[0]
+        scale = MU * cn * max(d0, d1) ** 1.5 * (np.linalg.norm(w) + kappa_mu * abs(d1 - d0))
+        assert abs(W - Wq) <= 1e-9 * scale, (W, Wq, scale, size)
+        assert abs(D - Dq) <= 1e-9 * scale, (D, Dq, scale, size)
+    assert len(sizes) >= 15 and max(sizes) > 8.0 and min(sizes) > 2.0, sizes
+
+
 def test_gross_sliding_fast_path_keeps_the_balance():
     """Through contact_step (fast path taken): E_t + D = W_t, W_t against the test's own quadrature
     of the forces of copies stepped part-way (reference_work_2d)."""
