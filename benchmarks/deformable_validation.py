@@ -13,7 +13,11 @@ coarse mesh, ~10 s), taken at 1.5 × the largest simulated ε and written to DIR
 --standin the analytic stand-in mode (graindem.deform.scenes.StandinCompactionMode).
 
 --quick uses fewer surface nodes on the spheres (402 instead of 1298, octahedral layout) and faster
-(still quasi-static, as the rate check shows) loading.
+(still quasi-static, as the rate check shows) loading. The 27-sphere walls follow the geometric schedule
+(constant logarithmic rate 1/τ from u_w = 0.03, then constant speed; `WallSchedule`), the single
+sphere's the smooth constant-speed profile; --schedule sets both. summary.json reports, for the whole
+recorded curve, the error and the change on halving the rate above 0.5 %, 1 % and 5 % of the largest
+reference force, and from which displacement on the tolerance holds.
 """
 
 import argparse
@@ -33,10 +37,51 @@ from graindem.deform.validation import (assembly27, fem_compaction_mode_file, qu
                                         relative_error, single_sphere_compaction, three_point_bending)
 from graindem.io.plots import new_figure, save_figure
 
-QUICK = {"bending_rates": (0.02, 0.01), "compaction_rates": (0.0004, 0.0002),
-         "assembly_rates": (0.0008, 0.0004), "sphere_nodes": 400, "fem_mesh_size": 1.0}
-FULL = {"bending_rates": (0.005, 0.0025), "compaction_rates": (0.0001, 0.00005),
-        "assembly_rates": (0.0004, 0.0002), "sphere_nodes": None, "fem_mesh_size": 0.5}
+# rates: (r, r/2); with the geometric schedule r is the final constant wall speed (in ε per time unit)
+# and τ doubles as r halves
+QUICK = {"bending_rates": (0.02, 0.01), "compaction_rates": (0.0004, 0.0002), "compaction_schedule": "constant",
+         "assembly_rates": (0.0032, 0.0016), "assembly_schedule": "geometric", "sphere_nodes": 400,
+         "fem_mesh_size": 1.0}
+FULL = {"bending_rates": (0.005, 0.0025), "compaction_rates": (0.0001, 0.00005), "compaction_schedule": "constant",
+        "assembly_rates": (0.0016, 0.0008), "assembly_schedule": "geometric", "sphere_nodes": None,
+        "fem_mesh_size": 0.5}
+#: the geometric wall schedule (`graindem.deform.validation.WallSchedule`): time constants τ at the rates
+#: r and r/2, and the start ε0 (the single sphere starts at rest with a ramp-in to R ε0, the packing on
+#: the quasi-static path at ε0, see `assembly27`)
+GEOMETRIC = {"compaction_tau": (20.0, 40.0), "compaction_eps0": 1e-5, "compaction_start": "rest",
+             "assembly_tau": (35.0, 70.0), "assembly_eps0": 1e-3, "assembly_start": "equilibrium"}
+FULL_GEOMETRIC = {"assembly_tau": (70.0, 140.0)}
+
+
+def onset_of_tolerance(x, err, tol):
+    """Smallest x from which every later |err| stays below tol (None if the last one does not)."""
+    bad = np.nonzero(np.abs(err) >= tol)[0]
+    if len(bad) == 0:
+        return float(x[0])
+    if bad[-1] == len(x) - 1:
+        return None
+    return float(x[bad[-1] + 1])
+
+
+def curve_report(x, measured, reference, other_x, other_measured, tol):
+    """Error against the reference over the whole recorded curve, by load level, and the change on
+    halving the rate (the other run interpolated at this run's x), both where the reference exceeds
+    0.5 %, 1 % and 5 % of its maximum."""
+    out = {}
+    err = measured / np.where(reference > 0, reference, np.nan) - 1.0
+    change = np.interp(x, other_x, other_measured) / np.where(measured > 0, measured, np.nan) - 1.0
+    for frac in (0.005, 0.01, 0.05):
+        use = reference > frac * reference.max()
+        out[f"above_{frac:g}_of_max"] = {"from_x": float(x[use].min()),
+                                         "max_abs_error": float(np.nanmax(np.abs(err[use]))),
+                                         "median_abs_error": float(np.nanmedian(np.abs(err[use]))),
+                                         "max_abs_change_on_halving_rate": float(np.nanmax(np.abs(change[use])))}
+    valid = reference > 0
+    out[f"within_{tol:g}_from_x"] = onset_of_tolerance(x[valid], err[valid], tol)
+    out[f"within_{tol:g}_from_fraction_of_max"] = (
+        None if out[f"within_{tol:g}_from_x"] is None
+        else float(np.interp(out[f"within_{tol:g}_from_x"], x, reference) / reference.max()))
+    return out
 
 
 def write_csv(path, header, columns):
@@ -76,11 +121,19 @@ def run_bending(cfg, out, log):
             "K_g": slow["K_g"], "delta0": slow["delta0"]}
 
 
+def _schedule_args(cfg, which, index):
+    if cfg[f"{which}_schedule"] == "constant":
+        return {}
+    geo = dict(GEOMETRIC, **cfg.get("geometric", {}))
+    return {"schedule": "geometric", "tau": geo[f"{which}_tau"][index], "eps0": geo[f"{which}_eps0"],
+            "start": geo[f"{which}_start"]}
+
+
 def run_compaction(cfg, out, log, template):
     runs = []
-    for rate in cfg["compaction_rates"]:
+    for index, rate in enumerate(cfg["compaction_rates"]):
         t0 = time.perf_counter()
-        r = single_sphere_compaction(rate=rate, template=template)
+        r = single_sphere_compaction(rate=rate, template=template, **_schedule_args(cfg, "compaction", index))
         err = relative_error(r["force"], r["reference"])
         log(f"compaction: dt = {r['dt']:.4g} (critical: rigid {r['critical_steps']['rigid']:.4g}, "
             f"modal {r['critical_steps']['modal']:.4g})")
@@ -110,7 +163,10 @@ def run_compaction(cfg, out, log, template):
     common = np.linspace(0.2, 1.0, 50) * slow["eps"].max()
     change = np.max(np.abs(np.interp(common, slow["eps"], slow["force"]) -
                            np.interp(common, fast["eps"], fast["force"])) / np.interp(common, slow["eps"], slow["force"]))
-    return {"max_relative_error": float(err_slow.max()), "median_relative_error": float(np.median(err_slow)),
+    whole = curve_report(slow["eps"], slow["force"], slow["reference"], fast["eps"], fast["force"], 0.02)
+    log(f"compaction, whole curve: {json.dumps(whole)}")
+    return {"whole_curve": whole, "schedule": slow["schedule"],
+            "max_relative_error": float(err_slow.max()), "median_relative_error": float(np.median(err_slow)),
             "relative_error_at_end": float(final_err), "within_2_percent": bool(err_slow.max() < 0.02),
             "max_relative_error_double_rate": float(err_fast.max()),
             "max_change_on_halving_rate": float(change), "rates": list(cfg["compaction_rates"]),
@@ -125,9 +181,10 @@ def run_compaction(cfg, out, log, template):
 
 def run_assembly(cfg, out, log, template):
     runs = []
-    for rate in cfg["assembly_rates"]:
+    for index, rate in enumerate(cfg["assembly_rates"]):
         t0 = time.perf_counter()
-        r = assembly27(rate=rate, template=template)
+        r = assembly27(rate=rate, template=template, **_schedule_args(cfg, "assembly", index))
+        r["seconds"] = time.perf_counter() - t0
         err = relative_error(r["F_w"], r["reference"])
         log(f"27 spheres: dt = {r['dt']:.4g} (critical: rigid {r['critical_steps']['rigid']:.4g}, "
             f"modal {r['critical_steps']['modal']:.4g})")
@@ -154,12 +211,27 @@ def run_assembly(cfg, out, log, template):
             label="9 F_int(u_w/3) (eq. 59, per wall)")
     ax.plot(fast["u_w"], fast["F_w"], "--", label=f"deformable LS-DEM, rate {fast['rate']:g}")
     ax.plot(slow["u_w"], slow["F_w"], "-", label=f"deformable LS-DEM, rate {slow['rate']:g}")
-    ax.axvline(slow["u_w"].max() / 3.0, color="0.6", lw=0.8, label="start of the quasi-static range")
     ax.set_xlabel("wall displacement u_w (voxels)")
     ax.set_ylabel("force on one wall F_w (mean of six)")
     ax.set_title(f"27-sphere cubic packing ({slow['mode_source']})", fontsize=8)
     ax.legend()
     save_figure(fig, out / "assembly27.png", announce=log)
+    fig, ax = new_figure()
+    for r, style in ((fast, "--"), (slow, "-")):
+        ok = r["reference"] > 0
+        ax.semilogx(r["u_w"][ok], 100 * (r["F_w"][ok] / r["reference"][ok] - 1), style,
+                    label=f"rate {r['rate']:g}" + (f", tau {r['schedule']['tau']:g}" if "tau" in r["schedule"] else ""))
+    ref_max = slow["reference"].max()
+    u_half_percent = slow["u_w"][np.argmax(slow["reference"] > 0.005 * ref_max)]
+    ax.axvline(u_half_percent, color="0.6", lw=0.8, label="reference = 0.5 % of its maximum")
+    for y in (-3, 3):
+        ax.axhline(y, color="k", lw=0.6, ls=":")
+    ax.set_ylim(-10, 10)
+    ax.set_xlabel("wall displacement u_w (voxels)")
+    ax.set_ylabel("F_w / (9 F_int(u_w/3)) - 1  (%)")
+    ax.set_title("27 spheres: error against eq. 59 over the whole curve", fontsize=8)
+    ax.legend()
+    save_figure(fig, out / "assembly27_error.png", announce=log)
     common = np.linspace(1.0 / 3.0, 1.0, 50) * slow["u_w"].max()
     ref = np.interp(common, slow["u_w"], slow["F_w"])
     change = np.max(np.abs(ref - np.interp(common, fast["u_w"], fast["F_w"])) / ref)
@@ -168,7 +240,11 @@ def run_assembly(cfg, out, log, template):
     change_low = np.max(np.abs(ref_low - np.interp(low, fast["u_w"], fast["F_w"])) / ref_low)
     log(f"27 spheres, u_w >= u_w,max/3: max error {err_range.max():.4f} (modal reading {err_range_modal.max():.4f}), "
         f"halving the rate changes F_w by {change:.4f} there and by {change_low:.4f} below")
-    return {"max_relative_error_quasi_static_range": float(err_range.max()),
+    whole = curve_report(slow["u_w"], slow["F_w"], slow["reference"], fast["u_w"], fast["F_w"], 0.03)
+    log(f"27 spheres, whole curve: {json.dumps(whole)}")
+    return {"whole_curve": whole, "schedule": slow["schedule"], "inverse_method": slow["inverse_method"],
+            "pullback_cache": slow["pullback_cache"], "seconds": [r["seconds"] for r, _ in runs],
+            "max_relative_error_quasi_static_range": float(err_range.max()),
             "median_relative_error_quasi_static_range": float(np.median(err_range)),
             "max_relative_error_modal_reading_quasi_static_range": float(err_range_modal.max()),
             "within_3_percent_quasi_static_range": bool(err_range.max() < 0.03),
@@ -221,11 +297,15 @@ def main(argv=None):
     parser.add_argument("--mode-file", default=None, help="graindem mode file with the compaction mode "
                         "(default: extracted here by graindem's FEM)")
     parser.add_argument("--standin", action="store_true", help="use the analytic stand-in compaction mode")
+    parser.add_argument("--schedule", choices=("constant", "geometric"), default=None,
+                        help="wall motion of both compaction validations (default: per validation, see QUICK)")
     parser.add_argument("--only", default=None, help="comma list of: bending,compaction,assembly,strategies")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK) if args.quick else dict(FULL, geometric=FULL_GEOMETRIC)
+    if args.schedule is not None:
+        cfg["compaction_schedule"] = cfg["assembly_schedule"] = args.schedule
     which = set((args.only or "bending,compaction,assembly,strategies").split(","))
     unknown = which - {"bending", "compaction", "assembly", "strategies"}
     if unknown:
@@ -246,16 +326,24 @@ def main(argv=None):
         log(f"FEM compaction mode: {fem.unknowns} unknowns, mode at eps = {fem.eps[-1]:.3g}, "
             f"{fem_info['seconds']:.1f} s -> {mode_file}")
     sphere = compaction_sphere(mode_file, n_nodes=cfg["sphere_nodes"])
-    summary = {"mode": "quick" if args.quick else "full", "mode_file": mode_file, "fem_mode_extraction": fem_info,
+    summary = {"mode": "quick" if args.quick else "full", "config": cfg, "mode_file": mode_file,
+               "fem_mode_extraction": fem_info,
                "sphere_nodes": int(len(sphere.nodes)), "node_layout": "octahedral"}
-    if "bending" in which:
-        summary["bending"] = run_bending(cfg, out, log)
-    if "compaction" in which:
-        summary["compaction"] = run_compaction(cfg, out, log, sphere)
-    if "assembly" in which:
-        summary["assembly27"] = run_assembly(cfg, out, log, sphere)
-    if "strategies" in which:
-        run_strategies(out, log, compaction_sphere(mode_file))
+    phases = {}
+    for name, key, run in (("bending", "bending", lambda: run_bending(cfg, out, log)),
+                           ("compaction", "compaction", lambda: run_compaction(cfg, out, log, sphere)),
+                           ("assembly", "assembly27", lambda: run_assembly(cfg, out, log, sphere)),
+                           ("strategies", None, lambda: run_strategies(out, log, compaction_sphere(mode_file)))):
+        if name not in which:
+            continue
+        t0 = time.perf_counter()
+        result = run()
+        phases[name] = time.perf_counter() - t0
+        if key is not None:
+            summary[key] = result
+    if fem_info is not None:
+        phases["fem_mode_extraction"] = fem_info["seconds"]
+    summary["phase_seconds"] = phases
     summary["wall_seconds"] = time.perf_counter() - t_start
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=float))
     log(json.dumps(summary, indent=2, default=float))

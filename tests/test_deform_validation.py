@@ -81,3 +81,46 @@ def test_cubic_packing_energy_relation(fem_modes):
     assert err.max() < 0.05
     # every sphere is compacted by about u_w/(2R) (eq. 70 for two spheres per row)
     assert np.allclose(r["eps"][-1], r["u_w"][-1] / 20.0, rtol=0.03)
+
+
+def test_geometric_schedule_keeps_small_loads_quasi_static(fem_modes):
+    # constant logarithmic loading rate: the viscous share of the modal force ~ β ε̇/ε = β/τ and the
+    # inertial share ~ 1/(ωτ)² stay constant as ε → 0, while at constant wall speed they grow like 1/ε.
+    # Measured (402 nodes): geometric τ = 20 within 1.2 % for ε = 0.0005–0.01, constant speed at the
+    # same end rate 5 % at ε = 0.0006
+    kw = dict(rate=0.0008, template=fem_modes["beyond"], n_records=100)
+    geo = single_sphere_compaction(schedule="geometric", tau=20.0, eps0=1e-5, start="rest", **kw)
+    const = single_sphere_compaction(**kw)
+    table = lambda e: np.interp(e, APPENDIX_B_EPS, APPENDIX_B_FORCE)  # noqa: E731
+    assert geo["schedule"]["kind"] == "geometric"
+    # the walls reach the end travel R ε_max = 1.6 (the schedule's exact differences; the records are
+    # window averages, so the final position is read from the scene)
+    assert 10.0 - geo["scene"].obstacles[0].point[0] == pytest.approx(1.6, abs=1e-9)
+
+    def small_load_error(r):
+        use = (r["eps"] > 5e-4) & (r["eps"] < 0.01)
+        return np.abs(r["force"][use] / table(r["eps"][use]) - 1).max()
+    assert small_load_error(geo) < 0.02
+    assert small_load_error(geo) < 0.5 * small_load_error(const)
+    # the whole curve above 0.5 % of the largest force: the Appendix B table is piecewise linear, and
+    # each kink (a jump of the tangent stiffness and damping) leaves a short transient of up to ~2 % at
+    # τ = 20 (measured 1.7–2.1 % depending on the record window), elsewhere < 1.5 %
+    assert relative_error(geo["force"], geo["reference"], floor_fraction=0.005).max() < 0.03
+
+
+def test_contact_damping_uses_the_actual_wall_velocity():
+    # a fixed rigid sphere pressed 0.1 into a wall whose ramp has not started yet (actual speed ~0 at
+    # t = 0): the contact force is the elastic k_s Σ a δ alone. With the nominal speed (the bug fixed
+    # in session 3) the damping added c_s Σ a v = 1e4 × 3 × Σ a here.
+    from graindem.deform.engine import DeformableScene, Obstacle
+    from graindem.deform.response import LinearResponse
+
+    tpl = compaction_sphere(n_nodes=100)
+    wall = Obstacle.plane((9.9, 0, 0), (-1, 0, 0), velocity=(-3.0, 0, 0))
+    scene = DeformableScene(tpl, [[0.0, 0, 0]], [[1e3]], LinearResponse([[1e4]]), contact_stiffness=1e3,
+                            contact_damping=1e4, obstacles=[wall], fixed=[True], deformable=False, ramp_time=1e6)
+    out = scene.run(1, 1e-3, record_every=1)
+    pen = np.maximum(tpl.nodes[:, 0] - 9.9, 0.0)
+    elastic = 1e3 * np.sum(tpl.node_areas * pen)
+    assert elastic > 0
+    assert out["obstacle_force"][0, 0, 0] == pytest.approx(elastic, rel=1e-6)

@@ -22,8 +22,10 @@ Every strategy answers ``query(points) -> (phi, grad)`` for body-frame points of
    eq. 50 with weights that add up to one; exact for one mode, first order for several).
 
 The pull-back x − u(x) (eq. 47) inverts x = X + u(X) only to first order in ∇u: the seed's choice,
-kept as the default; ``inverse_iterations=n`` adds n fixed-point iterations X ← x − u(X) (exact
-inverse where |∇u| < 1, about n + 1 times the query cost). The benchmark measures both.
+kept as the default; ``inverse_iterations=n`` refines it by n fixed-point iterations X ← x − u(X)
+(exact inverse where |∇u| < 1, about n + 1 times the query cost) or, with ``inverse_method="newton"``,
+n Newton steps with the trilinear field's Jacobian (one step reaches what four to five fixed-point
+iterations reach); ``cache=True`` computes each corner once per `update`. The benchmark measures them.
 """
 
 import time
@@ -32,7 +34,7 @@ import numpy as np
 
 from graindem._jit import njit
 from graindem.deform.grid import GridField, trilinear_at
-from graindem.deform.engine import displacement_at
+from graindem.deform.engine import _pullback_phi, displacement_at, inverse_map
 from graindem.deform.modes import tabulate_modes
 
 
@@ -77,44 +79,34 @@ def grid_query_kernel(values, origin, h, points, out, grad):
 
 
 @njit
-def pullback_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n_iter=0):
-    """Semi-Lagrangian on-demand remap: φ(x_c) = φ0(x_c − Σ_α ε_α Φ_α(x_c)) at the 8 corners of x's cell.
+def pullback_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n_iter, newton, cache, stamp,
+                          now):
+    """Semi-Lagrangian on-demand remap: φ(x_c) = φ0(X_c), X_c + u(X_c) = x_c, at the 8 corners of x's cell.
 
-    n_iter > 0 refines each corner's pull-back by fixed-point iterations X = x_c − u(X) (exact inverse).
+    n_iter = 0: the seed's X_c = x_c − u(x_c); n_iter > 0 refines it by fixed-point iterations or Newton
+    steps (`graindem.deform.engine.inverse_map`). With ``now`` > 0, corner values are cached per node
+    in ``cache`` with ``stamp`` == now (one update of ε = one stamp), as in the engine.
     """
-    nx, ny, nz = phi0.shape
-    n_modes = mode_table.shape[0]
-    inv_h = 1.0 / h
-    c = np.empty(8)
     for p in range(points.shape[0]):
-        gx = (points[p, 0] - origin[0]) / h
-        gy = (points[p, 1] - origin[1]) / h
-        gz = (points[p, 2] - origin[2]) / h
-        i = min(max(int(np.floor(gx)), 0), nx - 2)
-        j = min(max(int(np.floor(gy)), 0), ny - 2)
-        k = min(max(int(np.floor(gz)), 0), nz - 2)
-        for a in range(2):
-            for b in range(2):
-                for d in range(2):
-                    ux = 0.0
-                    uy = 0.0
-                    uz = 0.0
-                    for m in range(n_modes):
-                        e = eps[m]
-                        ux += e * mode_table[m, i + a, j + b, k + d, 0]
-                        uy += e * mode_table[m, i + a, j + b, k + d, 1]
-                        uz += e * mode_table[m, i + a, j + b, k + d, 2]
-                    cx = origin[0] + h * (i + a)
-                    cy = origin[1] + h * (j + b)
-                    cz = origin[2] + h * (k + d)
-                    for _ in range(n_iter):
-                        ux, uy, uz = displacement_at(mode_table, eps, origin[0], origin[1], origin[2], inv_h,
-                                                     cx - ux, cy - uy, cz - uz)
-                    xc = cx - ux
-                    yc = cy - uy
-                    zc = cz - uz
-                    c[a * 4 + b * 2 + d] = trilinear_at(phi0, origin[0], origin[1], origin[2], h, xc, yc, zc)
-        out[p] = _interp_corners(c, gx - i, gy - j, gz - k, h, grad, p)
+        v, gx, gy, gz = _pullback_phi(phi0, mode_table, eps, origin[0], origin[1], origin[2], h,
+                                      points[p, 0], points[p, 1], points[p, 2], n_iter, newton,
+                                      cache, stamp, now)
+        out[p] = v
+        grad[p, 0] = gx
+        grad[p, 1] = gy
+        grad[p, 2] = gz
+
+
+@njit
+def reference_points_kernel(mode_table, eps, origin, h, points, out, n_iter, newton):
+    """X with X + u(X) = x for each point x (first-order start from u at x itself)."""
+    inv_h = 1.0 / h
+    for p in range(points.shape[0]):
+        ux, uy, uz = displacement_at(mode_table, eps, origin[0], origin[1], origin[2], inv_h,
+                                     points[p, 0], points[p, 1], points[p, 2])
+        out[p, 0], out[p, 1], out[p, 2] = inverse_map(mode_table, eps, origin[0], origin[1], origin[2], inv_h,
+                                                      points[p, 0], points[p, 1], points[p, 2], ux, uy, uz,
+                                                      n_iter, newton)
 
 
 @njit
@@ -220,32 +212,64 @@ class _Strategy:
 
 
 class SemiLagrangianLevelSet(_Strategy):
-    """Strategy 3: on-demand pull-back at the 8 corners of each query cell (no grid-wide update)."""
+    """Strategy 3: on-demand pull-back at the 8 corners of each query cell (no grid-wide update).
+
+    ``inverse_iterations`` refine the seed's first-order pull-back by fixed-point iterations
+    (``inverse_method="fixed_point"``) or Newton steps (``"newton"``); ``cache=True`` keeps each node's
+    pulled-back value from its first use until the next `update` (lazy, per node).
+    """
 
     name = "semi_lagrangian"
 
-    def __init__(self, phi0, modes, mode_table=None, inverse_iterations=0):
+    def __init__(self, phi0, modes, mode_table=None, inverse_iterations=0, inverse_method="fixed_point",
+                 cache=False):
         super().__init__(phi0, modes)
         if int(inverse_iterations) != inverse_iterations or inverse_iterations < 0:
             raise ValueError(f"inverse_iterations must be an integer >= 0, got {inverse_iterations}")
+        if inverse_method not in ("fixed_point", "newton"):
+            raise ValueError(f"inverse_method must be 'fixed_point' or 'newton', got {inverse_method!r}")
         self.inverse_iterations = int(inverse_iterations)
+        self.inverse_method = inverse_method
+        self.cache = bool(cache)
         if self.inverse_iterations:
-            self.name = f"semi_lagrangian_iter{self.inverse_iterations}"
+            prefix = "iter" if inverse_method == "fixed_point" else "newton"
+            self.name = f"semi_lagrangian_{prefix}{self.inverse_iterations}"
+        if self.cache:
+            self.name += "_cached"
         table = tabulate_modes(self.modes, self.phi0) if mode_table is None else mode_table
         self.mode_table = np.ascontiguousarray(table, dtype=np.float64)
         if self.mode_table.shape != (len(self.modes),) + self.phi0.shape + (3,):
             raise ValueError(f"mode_table must have shape {(len(self.modes),) + self.phi0.shape + (3,)}")
+        cache_shape = self.phi0.shape if self.cache else (2, 2, 2)
+        self._cache_values = np.empty(cache_shape)
+        self._cache_stamp = np.zeros(cache_shape, dtype=np.int64)
+        self._stamp = 0
+
+    def _update(self, eps, eps_dot, dt):
+        if self.cache:
+            self._stamp += 1
 
     def query(self, points):
         pts = _points(points)
         out = np.empty(pts.shape[0])
         grad = np.empty((pts.shape[0], 3))
         pullback_query_kernel(self.phi0.values, self.phi0.origin, self.phi0.spacing, self.mode_table,
-                              self.eps, pts, out, grad, self.inverse_iterations)
+                              self.eps, pts, out, grad, self.inverse_iterations,
+                              self.inverse_method == "newton", self._cache_values, self._cache_stamp,
+                              self._stamp if self.cache else 0)
         return out, grad
 
+    def reference_points(self, points):
+        """X with X + u(X) = x (the pull-back used at each corner) at arbitrary points."""
+        pts = _points(points)
+        out = np.empty_like(pts)
+        reference_points_kernel(self.mode_table, self.eps, self.phi0.origin, self.phi0.spacing, pts, out,
+                                self.inverse_iterations, self.inverse_method == "newton")
+        return out
+
     def memory_bytes(self):
-        return self.phi0.nbytes + self.mode_table.nbytes
+        extra = self._cache_values.nbytes + self._cache_stamp.nbytes if self.cache else 0
+        return self.phi0.nbytes + self.mode_table.nbytes + extra
 
 
 def signed_distance_to_surface(points, vertices, faces):

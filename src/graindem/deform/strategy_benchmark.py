@@ -3,8 +3,11 @@ memory. Used by `benchmarks/deformable_validation.py` (levelset_strategies.json)
 
 Accuracy reference: the exact signed distance to the deformed reference triangulation at the query
 points themselves (strategy 1 without its grid), so strategy 1's own grid error is reported too.
-"semi_lagrangian_iter2" is strategy 3 with the pull-back refined by two fixed-point iterations of
-X = x − u(X) (not in the seed; it removes the first-order inverse error of eq. 47).
+"semi_lagrangian_iter4" is strategy 3 with the pull-back refined by four fixed-point iterations of
+X = x − u(X), "semi_lagrangian_newton1/2" by one/two Newton steps on X + u(X) = x (not in the seed;
+they remove the first-order inverse error of eq. 47). The per-step corner cache is not used here: a
+batch of random query points would reuse corners far more than the contact nodes of a step do (its
+effect is measured in the engine, benchmarks/deformable_cost.py).
 Query points: surface points of the deformed grain offset by up to ``band`` along random directions;
 errors are reported for |φ_exact| < h and < 2h.
 """
@@ -44,7 +47,9 @@ def measure_strategies(phi0, modes, surface_vertices, surface_faces, eps_target,
     t0 = time.perf_counter()
     semi = SemiLagrangianLevelSet(phi0, modes)
     setup_semi = time.perf_counter() - t0
-    semi2 = SemiLagrangianLevelSet(phi0, modes, mode_table=semi.mode_table, inverse_iterations=2)
+    refined = [SemiLagrangianLevelSet(phi0, modes, mode_table=semi.mode_table, inverse_iterations=n,
+                                      inverse_method=method)
+               for method, n in (("fixed_point", 4), ("newton", 1), ("newton", 2))]
     t0 = time.perf_counter()
     adv = AdvectedLevelSet(phi0, modes)
     setup_adv = time.perf_counter() - t0
@@ -63,7 +68,7 @@ def measure_strategies(phi0, modes, surface_vertices, surface_faces, eps_target,
         adv.update(eps_target * s / advect_steps, eps_dot=de, dt=1.0)
         adv_times.append(adv.update_seconds)
     step_cost["advection"] = float(np.mean(adv_times[1:]))
-    for s in (semi, semi2, tab):
+    for s in [semi, *refined, tab]:
         s.update(eps_target * 0.99)
         s.update(eps_target)
         step_cost[s.name] = float(s.update_seconds)
@@ -75,7 +80,7 @@ def measure_strategies(phi0, modes, surface_vertices, surface_faces, eps_target,
     pts = verts[pick] + d * rng.uniform(0, 2 * h, size=(n_accuracy, 1))
     exact = rec.exact(pts)
     results = {}
-    strategies = (rec, adv, semi, semi2, tab)
+    strategies = (rec, adv, semi, *refined, tab)
     query_pts = np.ascontiguousarray(np.resize(pts, (n_queries, 3)))
     rigid_out = np.empty(n_queries)
     rigid_grad = np.empty((n_queries, 3))
@@ -87,7 +92,7 @@ def measure_strategies(phi0, modes, surface_vertices, surface_faces, eps_target,
         t_best = min(t_best, time.perf_counter() - t0)
     rigid_ns = t_best / n_queries * 1e9
     setup = {"recompute": setup_rec, "advection": setup_adv, "semi_lagrangian": setup_semi,
-             semi2.name: setup_semi, "tabulated": tab.preprocess_seconds}
+             "tabulated": tab.preprocess_seconds, **{s.name: setup_semi for s in refined}}
     for s in strategies:
         phi, _ = s.query(pts)
         err = phi - exact
@@ -121,7 +126,10 @@ def markdown_table(results_by_grain):
              "query / rigid | update per step (s) | preprocess (s) | memory (MB) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for grain, res in results_by_grain.items():
-        for name in ("recompute", "advection", "semi_lagrangian", "semi_lagrangian_iter2", "tabulated"):
+        for name in ("recompute", "advection", "semi_lagrangian", "semi_lagrangian_iter4",
+                     "semi_lagrangian_newton1", "semi_lagrangian_newton2", "tabulated"):
+            if name not in res:
+                continue
             r = res[name]
             lines.append(f"| {grain} | {name} | {r['rms_error_within_h']:.3f} | {r['max_error_within_h']:.3f} | "
                          f"{r['rms_error_within_2h']:.3f} | {r['query_ns']:.0f} | {r['query_cost_vs_rigid']:.1f} | "

@@ -50,6 +50,73 @@ def fem_compaction_mode_file(path, mesh_size=1.0, mode_eps_factor=MODE_EPS_FACTO
     return result
 
 
+class WallSchedule:
+    """Wall travel u(t) of a compaction validation: monotone from 0 to ``u_end``.
+
+    ``kind="constant"``: the smooth profile u(t) = u_end (t/T − sin(2πt/T)/2π) with mean speed
+    ``speed`` (T = u_end / speed; zero speed and acceleration at both ends).
+    ``kind="geometric"``: constant logarithmic rate, u(t) = u0 e^{t/τ} from u(0) = u0 (the set-up
+    starts from the equilibrium at u0: ``ramp_in=False``), or u0 e^{(t − τ)/τ} preceded by the
+    straight start u = u0 t/τ over [0, τ] from rest (``ramp_in=True``; its speed u0/τ joins the
+    exponential's), until the speed u/τ reaches ``speed``; from there on constant ``speed`` to u_end.
+
+    The wall speed is proportional to the travel: with a tangent modal damping C = β dF/dε the viscous
+    share of the force is ≈ p β ε̇/ε = p β/τ (F ∝ ε^p), and the inertial share ü/(ω² u) = 1/(ωτ)², both
+    constant as ε → 0 instead of growing like 1/ε (constant speed) or 6/(ωt)² (the smooth ramp's start).
+    In the 27-sphere packing the inertial share dominates (measured ∝ 1/τ², docs/deformable-status.md).
+    """
+
+    def __init__(self, kind, u_end, speed, tau=None, u0=None, ramp_in=True):
+        if kind not in ("constant", "geometric"):
+            raise ValueError(f"kind must be 'constant' or 'geometric', got {kind!r}")
+        if not u_end > 0:
+            raise ValueError(f"u_end must be > 0, got {u_end}")
+        if not speed > 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
+        self.kind = kind
+        self.u_end = float(u_end)
+        self.speed = float(speed)
+        if kind == "constant":
+            self.total_time = self.u_end / self.speed
+            return
+        if tau is None or not tau > 0:
+            raise ValueError(f"tau must be > 0 for a geometric schedule, got {tau}")
+        if u0 is None or not 0 < u0 < u_end:
+            raise ValueError(f"u0 must lie in (0, u_end) for a geometric schedule, got {u0}")
+        self.tau = float(tau)
+        self.u0 = float(u0)
+        self.ramp_in = bool(ramp_in)
+        self.t_start = self.tau if self.ramp_in else 0.0
+        # travel where the exponential's speed u/τ reaches the constant speed (capped at the end)
+        self.u_switch = min(max(self.tau * self.speed, self.u0), self.u_end)
+        self.t_switch = self.t_start + self.tau * np.log(self.u_switch / self.u0)
+        self.total_time = self.t_switch + (self.u_end - self.u_switch) / self.speed
+
+    def travel(self, t):
+        """u(t), vectorized; u_end after the total time."""
+        t = np.asarray(t, dtype=np.float64)
+        if self.kind == "constant":
+            x = np.clip(t / self.total_time, 0.0, 1.0)
+            return self.u_end * (x - np.sin(2 * np.pi * x) / (2 * np.pi))
+        tau = self.tau
+        start = self.u0 * np.clip(t, 0.0, None) / tau
+        expo = self.u0 * np.exp((np.clip(t, self.t_start, self.t_switch) - self.t_start) / tau)
+        lin = self.u_switch + self.speed * (t - self.t_switch)
+        u = np.where(t < self.t_start, start, np.where(t < self.t_switch, expo, lin))
+        return np.minimum(u, self.u_end)
+
+    def __call__(self, t):
+        return self.travel(t)
+
+    def describe(self):
+        if self.kind == "constant":
+            return {"kind": "constant", "u_end": self.u_end, "mean_speed": self.speed,
+                    "total_time": self.total_time}
+        return {"kind": "geometric", "u_end": self.u_end, "speed": self.speed, "tau": self.tau, "u0": self.u0,
+                "ramp_in": self.ramp_in,
+                "u_switch": self.u_switch, "t_switch": self.t_switch, "total_time": self.total_time}
+
+
 def _check_rate(rate):
     if not rate > 0:
         raise ValueError(f"rate must be > 0, got {rate}")
@@ -112,44 +179,53 @@ def appendix_b_response(radius=SPHERE_RADIUS):
 
 def single_sphere_compaction(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
                              modal_mass=1e5, damping_ratio=0.2, contact_damping=None, beta=0.3,
-                             n_records=200, template=None, damping_law="tangent"):
+                             n_records=200, template=None, damping_law="tangent", schedule="constant", tau=None,
+                             eps0=None, start="equilibrium"):
     """Six rigid frictionless walls close on the Table 2 sphere at ``rate`` (wall speed in ε per time
     unit times R: each wall moves inward by R·eps_max over eps_max/rate time units).
 
-    The walls follow the smooth profile u(t) = u_max (t/T − sin(2πt/T)/2π) (mean speed as given, no
-    impact at the start). Modal damping is stiffness-proportional (Table 2), C = β K_t with β = 2ζ/ω_t
-    at the table's largest tangent; ``damping_law`` "tangent" uses the current tangent K_t(ε) (the
+    ``schedule="constant"``: the walls follow the smooth profile u(t) = u_max (t/T − sin(2πt/T)/2π)
+    (mean speed as given, no impact at the start); ``"geometric"``: `WallSchedule` with time constant
+    ``tau`` from ε = ``eps0`` up to the speed R·rate, then at that speed; ``start="equilibrium"``
+    begins on the quasi-static path: walls at R(1 − eps0) moving at R eps0/τ, the sphere compacted to
+    eps0 at the rate eps0/τ (the reduced model's equilibrium there up to the penalty penetration),
+    "rest" with the walls touching, everything at rest, and a straight ramp-in to R eps0 over τ.
+    Modal damping is stiffness-proportional (Table 2), C = β K_t with β = 2ζ/ω_t at the table's largest
+    tangent; ``damping_law`` "tangent" uses the current tangent K_t(ε) (the
     state-dependent stiffness of Table 2), "constant" the largest one throughout (then the viscous
     force β K_t,max ε̇ is a sizeable part of the small generalized force at small ε).
     ``contact_stiffness``: penalty per unit area; the reduced curve converges to the node-contact
-    limit as it grows (measured in docs/deformable-status.md). Returns eps (generalized coordinate), the per-wall reactions, their mean and the reference
-    F_table(eps) at the simulated eps.
+    limit as it grows (measured in docs/deformable-status.md). Returns eps (generalized coordinate), the
+    per-wall reactions, their mean and the reference F_table(eps) at the simulated eps.
     """
     _check_rate(rate)
     tpl = compaction_sphere(mode_file) if template is None else template
     r = SPHERE_RADIUS
     response = appendix_b_response(r)
     c, beta_t = _modal_damping(response, modal_mass, damping_ratio, damping_law)
-    speed = rate * r
+    plan = _wall_schedule(schedule, r * eps_max, rate * r, tau, eps0, r, start)
+    e0 = plan["eps_start"]
     walls = []
     for axis in range(3):
         for sign in (1.0, -1.0):
             point = np.zeros(3)
-            point[axis] = sign * r
+            point[axis] = sign * r * (1.0 - e0)
             normal = np.zeros(3)
             normal[axis] = -sign
-            walls.append(Obstacle.plane(point, normal, velocity=normal * speed))
+            walls.append(Obstacle.plane(point, normal, velocity=normal * plan["velocity"]))
     mass = 1.0 * tpl.volume
     if contact_damping is None:
         # about critical for the rigid translation against one wall's contact at the final patch size
         contact_damping = 2.0 * np.sqrt(contact_stiffness * mass / (np.pi * (0.5 * r) ** 2))
-    total_time = eps_max / rate
+    total_time = plan["total_time"]
     scene = DeformableScene(tpl, [[0.0, 0.0, 0.0]], [[modal_mass]], response, modal_damping=c,
                             contact_stiffness=contact_stiffness, contact_damping=contact_damping,
-                            obstacles=walls, ramp_time=total_time, tangent_damping=beta_t)
+                            obstacles=walls, ramp_time=plan["ramp_time"], motion=plan["motion"],
+                            tangent_damping=beta_t)
+    scene.eps[:] = e0
+    scene.epsdot[:] = plan["eps_rate_start"]
     # flat contacts: at the largest load the contact radius is about R/2 (validation notes)
     dt = scene.critical_step(beta, contact_area=np.pi * (0.5 * r) ** 2)
-    total_time = eps_max / rate
     n_steps = int(np.ceil(total_time / dt))
     dt = total_time / n_steps
     every = max(1, n_steps // n_records)
@@ -163,7 +239,34 @@ def single_sphere_compaction(rate=0.0004, eps_max=0.16, mode_file=None, contact_
     return {"eps": eps, "force": force, "per_wall": per_wall, "reference": reference,
             "wall_displacement": wall_disp, "dt": dt, "critical_steps": scene.critical_steps,
             "n_steps": n_steps, "rate": rate, "contact_stiffness": contact_stiffness,
-            "mode_source": tpl.mode_source, "scene": scene}
+            "mode_source": tpl.mode_source, "schedule": plan["describe"], "scene": scene}
+
+
+def _wall_schedule(kind, u_end, speed, tau, eps0, length, start="equilibrium"):
+    """Obstacle velocity, ramp time and motion callable for DeformableScene, for either schedule
+    (``eps0`` is the geometric start in ε, the travel u0 = ``length`` · eps0; ``start`` "equilibrium":
+    the set-up begins compacted to eps0, "rest": untouched, with the straight ramp-in)."""
+    if start not in ("equilibrium", "rest"):
+        raise ValueError(f"start must be 'equilibrium' or 'rest', got {start!r}")
+    if kind == "constant":
+        if tau is not None or eps0 is not None:
+            raise ValueError("tau and eps0 apply to schedule='geometric' only")
+        plan = WallSchedule("constant", u_end, speed)
+        # the engine's own smooth ramp, with the walls' velocity as the mean speed
+        return {"velocity": speed, "ramp_time": plan.total_time, "motion": None, "eps_start": 0.0,
+                "eps_rate_start": 0.0,
+                "total_time": plan.total_time, "describe": plan.describe()}
+    if kind != "geometric":
+        raise ValueError(f"schedule must be 'constant' or 'geometric', got {kind!r}")
+    if eps0 is None or not eps0 > 0:
+        raise ValueError(f"eps0 must be > 0 for schedule='geometric', got {eps0}")
+    plan = WallSchedule("geometric", u_end, speed, tau=tau, u0=length * eps0, ramp_in=start == "rest")
+    # unit velocity: the obstacle displacement is the travel u(t) itself
+    # the equilibrium start is also moving along the quasi-static path: ε̇ = ε0/τ, as the walls
+    return {"velocity": 1.0, "ramp_time": 0.0, "motion": plan, "total_time": plan.total_time,
+            "eps_start": 0.0 if start == "rest" else float(eps0),
+            "eps_rate_start": 0.0 if start == "rest" else min(plan.u0 / plan.tau, plan.speed) / length,
+            "describe": plan.describe()}
 
 
 def _modal_damping(response, modal_mass, damping_ratio, damping_law):
@@ -189,7 +292,8 @@ def relative_error(measured, reference, floor_fraction=0.05):
 
 def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5, modal_mass=1e5,
                damping_ratio=0.2, contact_damping=None, beta=0.3, n_records=200, template=None,
-               inverse_iterations=4, n_side=3, damping_law="tangent", rotations=False):
+               inverse_iterations=1, n_side=3, damping_law="tangent", rotations=False, inverse_method="newton",
+               pullback_cache=True, schedule="constant", tau=None, eps0=None, start="equilibrium"):
     """n_side³ spheres (27 by default) in a cubic packing (touching), six walls each moving inward by
     u_w = n_side R ε (eq. 70 with ε = δ/R): the force on one wall against n_side² F_table(u_w/(n_side R))
     (eq. 59 per wall: 9 F_int(u_w/3) for 27 spheres).
@@ -205,7 +309,12 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
     Sphere–sphere contact goes through the neighbour's deformed level set (semi-Lagrangian remap);
     ``inverse_iterations`` refines the seed's first-order pull-back (0 = the seed's eq. 47), which at
     16 % compaction misplaces the deformed pole by 0.41 voxel (a quarter of the indentation); with the
-    mode continued linearly outside the sphere (`compaction_sphere`) 4 iterations leave < 0.01.
+    mode continued linearly outside the sphere (`compaction_sphere`), one Newton step
+    (``inverse_method="newton"``, default) puts the pole at the exact inverse's φ (< 1e-14 apart) and
+    leaves < 0.004 voxel near the surface (4 fixed-point iterations: 0.002, at twice the cost);
+    ``pullback_cache`` computes each pulled-back grid node once per step. ``schedule``, ``tau`` and
+    ``eps0``, ``start`` as in `single_sphere_compaction` (ε of one sphere: the travel is u_w = n_side R ε;
+    the equilibrium start compacts every sphere to eps0 and moves the centres in by the same factor).
     """
     _check_rate(rate)
     tpl = compaction_sphere(mode_file) if template is None else template
@@ -226,27 +335,33 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
             j = index.get(tuple(nb))
             if j is not None:
                 pairs.append((i, j))
-    speed = n_side * rate * r
+    plan = _wall_schedule(schedule, n_side * r * eps_max, n_side * rate * r, tau, eps0, n_side * r, start)
+    e0 = plan["eps_start"]
+    positions = positions * (1.0 - e0)
     walls = []
     for axis in range(3):
         for sign in (1.0, -1.0):
             point = np.zeros(3)
-            point[axis] = sign * n_side * r
+            point[axis] = sign * n_side * r * (1.0 - e0)
             normal = np.zeros(3)
             normal[axis] = -sign
-            walls.append(Obstacle.plane(point, normal, velocity=normal * speed))
+            walls.append(Obstacle.plane(point, normal, velocity=normal * plan["velocity"]))
     mass = 1.0 * tpl.volume
     if contact_damping is None:
         contact_damping = 2.0 * np.sqrt(contact_stiffness * mass / (np.pi * (0.5 * r) ** 2))
-    total_time = eps_max / rate
-    # master/slave between spheres (lower index is the slave), smooth wall profile as single sphere
+    total_time = plan["total_time"]
+    # master/slave between spheres (lower index is the slave), wall schedule as single sphere
     scene = DeformableScene(tpl, positions, [[modal_mass]], response, modal_damping=c,
                             contact_stiffness=contact_stiffness, contact_damping=contact_damping,
-                            obstacles=walls, pairs=pairs, both_ways=False, ramp_time=total_time,
-                            inverse_iterations=inverse_iterations, tangent_damping=beta_t,
+                            obstacles=walls, pairs=pairs, both_ways=False, ramp_time=plan["ramp_time"],
+                            motion=plan["motion"], inverse_iterations=inverse_iterations,
+                            inverse_method=inverse_method, pullback_cache=pullback_cache, tangent_damping=beta_t,
                             free_dofs=[True, True, True] + [bool(rotations)] * 3)
+    scene.eps[:] = e0
+    # on the quasi-static path: every sphere compacted at ε̇ = ε0/τ, centres x = x_lattice (1 − ε) moving in
+    scene.epsdot[:] = plan["eps_rate_start"]
+    scene.vel[:] = -positions / (1.0 - e0) * plan["eps_rate_start"]
     dt = scene.critical_step(beta, contact_area=np.pi * (0.5 * r) ** 2)
-    total_time = eps_max / rate
     n_steps = int(np.ceil(total_time / dt))
     dt = total_time / n_steps
     every = max(1, n_steps // n_records)
@@ -263,7 +378,8 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
             "reference_modal": reference_modal, "eps": out["eps"][:, :, 0],
             "dt": dt, "critical_steps": scene.critical_steps, "n_steps": n_steps, "rate": rate,
             "n_pairs": len(pairs), "mode_source": tpl.mode_source, "contact_stiffness": contact_stiffness,
-            "inverse_iterations": inverse_iterations,
+            "inverse_iterations": inverse_iterations, "inverse_method": inverse_method,
+            "pullback_cache": bool(pullback_cache), "schedule": plan["describe"],
             "scene": scene}
 
 
