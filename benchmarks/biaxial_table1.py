@@ -1,6 +1,6 @@
 """Kuhn (2011) Table 1 on this machine: the biaxial test with every tangential law, one packing.
 
-    python benchmarks/biaxial_table1.py [--quick] [--json FILE] [--packing FILE]
+    python benchmarks/biaxial_table1.py [--quick] [--json FILE] [--packing FILE] [--compact-every N]
 
 Full size: Kuhn's test, 4096 spheres compressed to 4 % axial strain in 40,000 steps (plane strain,
 constant lateral stress). --quick: 1000 spheres, 8000 steps (a few minutes for all runs).
@@ -16,6 +16,9 @@ measurement every 1 % of the steps). `force_s` is the time inside the contact-fo
 (contact geometry, frames and the law), measured by a second, split run of the same test in which
 Python calls the force kernel and the rest of a step separately (its own total is `split_total_s`;
 both runs follow the same trajectory bit for bit).
+--compact-every: steps between compactions of the history store (0, the default: the engine's
+COMPACT_EVERY; -1: never, the layout of session 2). The quick size's store (~1.5 MB) fits the L2
+cache, so only the full size shows the effect.
 Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
 measurements; `mean_history_length` the mean over contacts and measurements (the time mean);
 `max_mean_history_length` the largest mean over contacts at one measurement, the statistic Kuhn
@@ -71,12 +74,14 @@ def timed_split_run(sim, steps):
         stretch = float(np.max(np.abs(sim.cell[K.CELL_L:K.CELL_L + 3] / sim.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] - 1.0)))
         if 2.0 * np.sqrt(maxd2) + stretch * cutoff > skin:
             sim._rebuild()
+        K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
     return force_t, time.process_time() - t_start
 
 
-def run_law(packing_path, law, xi, steps, measure_every):
+def run_law(packing_path, law, xi, steps, measure_every, compact_every=0):
     sim, _ = checkpoint.load(packing_path)
     test = start_test(sim, law, xi=xi, steps=steps)
+    sim.ictl[K.ICTL_COMPACT_EVERY] = compact_every
     rows = []
 
     def measure(s):
@@ -94,6 +99,7 @@ def run_law(packing_path, law, xi, steps, measure_every):
     # the same test again, split, for the force kernel's share
     sim2, _ = checkpoint.load(packing_path)
     start_test(sim2, law, xi=xi, steps=steps)
+    sim2.ictl[K.ICTL_COMPACT_EVERY] = compact_every
     force, split_total = timed_split_run(sim2, steps)
     same = bool(np.array_equal(sim.pos, sim2.pos))
     rows = np.array(rows, dtype=float)
@@ -113,6 +119,8 @@ def main(argv=None):
     ap.add_argument("--json", default=None, help="write the results here")
     ap.add_argument("--packing", default=None, help="cache of the prepared packing (default: benchmarks/.cache)")
     ap.add_argument("--laws", default="linear,mindlin,md_incremental,jaeger")
+    ap.add_argument("--compact-every", type=int, default=0,
+                    help="steps between compactions of the history store (0: the engine's default, -1: never)")
     args = ap.parse_args(argv)
     n, steps = (1000, 8000) if args.quick else (4096, 40000)
     cache = (Path(args.packing) if args.packing
@@ -121,12 +129,13 @@ def main(argv=None):
     prepared_packing(n, seed=1, cache=cache, announce=lambda m: print(m, flush=True))
     print(f"packing ready in {time.perf_counter() - t0:.1f} s", flush=True)
     results = {"laws": {}, "jaeger_xi": {}, "n_particles": n, "steps": steps, "quick": args.quick,
+               "compact_every": args.compact_every,
                "timing": "CPU seconds of this process (single thread); wall_s for reference"}
     runs = [(law, 0.0) for law in args.laws.split(",")]
     if "jaeger" in args.laws:
         runs += [("jaeger", 0.1), ("jaeger", 0.2), ("jaeger", 0.4)]
     for law, xi in runs:
-        r = run_law(cache, law, xi, steps, max(steps // 100, 1))
+        r = run_law(cache, law, xi, steps, max(steps // 100, 1), args.compact_every)
         print(f"{law:15s} xi={xi:.1f}: total {r['total_s']:.1f} s, force {r['force_s']:.1f} s, "
               f"{r['mean_contacts']:.0f} contacts, mean history {r['mean_history_length']:.1f} "
               f"(max of means {r['max_mean_history_length']:.1f} at {100 * r['strain_at_max_mean_history']:.2f} %), store {r['store_bytes'] / 1e6:.2f} MB, "

@@ -4,7 +4,8 @@
 
 The production kernel runs all of a step inside one njit call; here Python calls the parts one by
 one on the real state (the trajectory is the production one), and times per step:
-neighbour rebuilds, walls, servo, the fused particle pass, and the pair loop split by extra
+neighbour rebuilds, the history store's compaction (kernels.compact_on_schedule), walls, servo,
+the fused particle pass, and the pair loop split by extra
 read-only passes over the same pairs: geometry only; geometry + frame update (on a scratch copy
 of the frames); geometry + frame + force accumulation without the law (scratch force arrays).
 law = full pair loop - (geometry + frame + accumulation). Differences of separately timed loops
@@ -117,7 +118,7 @@ def profile(sim, steps):
     skin = sim.ctl[K.CTL_SKIN]
     cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
     t = dict.fromkeys(["geometry", "geometry_frame", "geometry_frame_accumulate", "pair_loop", "walls", "servo",
-                       "particle_pass", "rebuild", "measure"], 0.0)
+                       "particle_pass", "rebuild", "compact", "measure"], 0.0)
     f2 = np.zeros_like(sim.force)
     t2 = np.zeros_like(sim.torque)
     pc = time.process_time
@@ -167,6 +168,9 @@ def profile(sim, steps):
             sim._rebuild()
             t["rebuild"] += pc() - t0
             rebuilds += 1
+        t0 = pc()
+        K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
+        t["compact"] += pc() - t0
     nmeas = 3
     t0 = pc()
     for _ in range(nmeas):
@@ -177,6 +181,7 @@ def profile(sim, steps):
     law = t["pair_loop"] - t["geometry_frame_accumulate"]
     split = {
         "neighbour_rebuild_us_per_step": per_step_us["rebuild"],
+        "store_compaction_us_per_step": per_step_us["compact"],
         "pair_geometry_ns_per_contact": 1e9 * t["geometry"] / steps / ncont,
         "pair_frame_update_ns_per_contact": 1e9 * (t["geometry_frame"] - t["geometry"]) / steps / ncont,
         "pair_accumulate_ns_per_contact": 1e9 * (t["geometry_frame_accumulate"] - t["geometry_frame"]) / steps / ncont,
@@ -190,7 +195,7 @@ def profile(sim, steps):
         "measure_ms_per_call": 1e3 * t["measure"],
     }
     step_total = per_step_us["pair_loop"] + per_step_us["walls"] + per_step_us["servo"] + per_step_us["particle_pass"] \
-        + per_step_us["rebuild"]
+        + per_step_us["rebuild"] + per_step_us["compact"]
     split["step_us"] = step_total
     split["contacts"] = ncont
     split["rebuilds"] = rebuilds
