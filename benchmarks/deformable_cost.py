@@ -12,9 +12,11 @@ Scenes:
 The rigid run is the same engine loop with the modes switched off and plain trilinear φ0 queries.
 Deformable variants: the pull-back of the neighbour's level set as the seed's first order (eq. 47), with
 n fixed-point iterations (``iter<n>``) or n Newton steps (``newton<n>``), each with or without the
-per-step lazy corner cache (``_cached``). Timing: wall-clock per step; the variants run interleaved
-(round robin, best of ``repeats``) after a warm-up run that also compiles, every run from the same state,
-so that the load of a shared machine affects all of them alike.
+per-step lazy corner cache (``_cached``); ``point_*``: the point-wise pull-back (the query point itself
+is inverted, φ = φ0(X), normal by the chain rule only for nodes in contact; no cache). Timing:
+wall-clock per step; the variants run interleaved (round robin, best of ``repeats``) after a warm-up
+run that also compiles, every run from the same state, so that the load of a shared machine affects
+all of them alike.
 """
 
 import argparse
@@ -40,7 +42,10 @@ VARIANTS = {"rigid": dict(deformable=False),
             "newton1": dict(inverse_iterations=1, inverse_method="newton"),
             "newton2": dict(inverse_iterations=2, inverse_method="newton"),
             "newton1_cached": dict(inverse_iterations=1, inverse_method="newton", pullback_cache=True),
-            "newton2_cached": dict(inverse_iterations=2, inverse_method="newton", pullback_cache=True)}
+            "newton2_cached": dict(inverse_iterations=2, inverse_method="newton", pullback_cache=True),
+            "point_first_order": dict(pullback="point"),
+            "point_newton1": dict(inverse_iterations=1, inverse_method="newton", pullback="point"),
+            "point_newton2": dict(inverse_iterations=2, inverse_method="newton", pullback="point")}
 
 
 def _cubic_packing(r):
@@ -137,7 +142,7 @@ def main(argv=None):
         "assembly27_validation": time_scene(validation_assembly_scene, fem_sphere, n_steps, repeats, all_variants),
         "assembly27": time_scene(assembly_scene, sphere, n_steps, repeats,
                                  ["rigid", "first_order", "first_order_cached", "iter4", "newton1_cached",
-                                  "newton2_cached"]),
+                                  "newton2_cached", "point_first_order", "point_newton1", "point_newton2"]),
         "beam": time_scene(beam_scene, beam, n_steps * 5, repeats, ["rigid", "first_order"]),
         "n_steps": n_steps, "repeats": repeats, "sphere_nodes_validation": int(len(fem_sphere.nodes)),
         "sphere_nodes": int(len(sphere.nodes)), "beam_nodes": int(len(beam.nodes)),
@@ -145,7 +150,8 @@ def main(argv=None):
         "note": "seconds per step (best of repeats, variants interleaved) and ratios to the rigid step of the "
                 "same scene; rigid = same engine loop without modes, plain trilinear φ0 queries; first_order = "
                 "the seed's pull-back X = x − u(x); iter4 = 4 fixed-point refinements; newton<n> = n Newton "
-                "steps; _cached = per-step lazy cache of the pulled-back corner values",
+                "steps; _cached = per-step lazy cache of the pulled-back corner values; point_* = point-wise pull-back "
+                "of the query point (one inversion per query)",
     }
     path = Path(args.json)
     path.parent.mkdir(parents=True, exist_ok=True)

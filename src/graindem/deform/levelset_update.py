@@ -15,7 +15,8 @@ Every strategy answers ``query(points) -> (phi, grad)`` for body-frame points of
 3. `SemiLagrangianLevelSet` (§3.1.3): no grid-wide update at all. A query at x finds its grid cell,
    pulls each of the 8 corner nodes back, X_c = x_c − u(x_c), samples φ0 there, and interpolates the
    8 values trilinearly at x. u at grid nodes is read from a table of the modes at the nodes, so the
-   pull-back needs no interpolation of the mode.
+   pull-back needs no interpolation of the mode. Or (``pullback="point"``, not in the seed) x itself
+   is pulled back and φ0 sampled at its X, the normal by the chain rule.
 4. `TabulatedLevelSet` (§3.1.4): fields φ(ε_α = e_p) recomputed (strategy 1) at sampled amplitudes of
    each mode in a preprocessing step; a query interpolates linearly in ε between the two bracketing
    samples. Several modes superpose their perturbations, φ = φ0 + Σ_α [φ_α(ε_α) − φ0] (the seed's
@@ -34,7 +35,7 @@ import numpy as np
 
 from graindem._jit import njit
 from graindem.deform.grid import GridField, trilinear_at
-from graindem.deform.engine import _pullback_phi, displacement_at, inverse_map
+from graindem.deform.engine import _pullback_phi, displacement_at, inverse_map, pointwise_gradient, pointwise_phi
 from graindem.deform.modes import tabulate_modes
 
 
@@ -95,6 +96,17 @@ def pullback_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n
         grad[p, 0] = gx
         grad[p, 1] = gy
         grad[p, 2] = gz
+
+
+@njit
+def pointwise_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n_iter, newton):
+    """Point-wise pull-back: φ(x) = φ0(X), X + u(X) = x, ∇φ(x) = (I + ∇u(X))^{-T} ∇φ0(X)."""
+    for p in range(points.shape[0]):
+        v, gx, gy, gz, qx, qy, qz = pointwise_phi(phi0, mode_table, eps, origin[0], origin[1], origin[2], h,
+                                                  points[p, 0], points[p, 1], points[p, 2], n_iter, newton)
+        out[p] = v
+        grad[p, 0], grad[p, 1], grad[p, 2] = pointwise_gradient(mode_table, eps, origin[0], origin[1], origin[2],
+                                                                h, qx, qy, qz, gx, gy, gz)
 
 
 @njit
@@ -212,28 +224,39 @@ class _Strategy:
 
 
 class SemiLagrangianLevelSet(_Strategy):
-    """Strategy 3: on-demand pull-back at the 8 corners of each query cell (no grid-wide update).
+    """Strategy 3: on-demand pull-back (no grid-wide update).
 
+    ``pullback="corners"`` (the seed's form): the 8 corners of each query cell are pulled back and their
+    φ0 values interpolated at the query point; ``"point"``: the query point itself is pulled back,
+    φ(x) = φ0(X), with ∇φ(x) = (I + ∇u(X))^{-T} ∇φ0(X) (one inversion per query instead of eight).
     ``inverse_iterations`` refine the seed's first-order pull-back by fixed-point iterations
-    (``inverse_method="fixed_point"``) or Newton steps (``"newton"``); ``cache=True`` keeps each node's
-    pulled-back value from its first use until the next `update` (lazy, per node).
+    (``inverse_method="fixed_point"``) or Newton steps (``"newton"``); ``cache=True`` (corners only)
+    keeps each node's pulled-back value from its first use until the next `update` (lazy, per node).
     """
 
     name = "semi_lagrangian"
 
     def __init__(self, phi0, modes, mode_table=None, inverse_iterations=0, inverse_method="fixed_point",
-                 cache=False):
+                 cache=False, pullback="corners"):
         super().__init__(phi0, modes)
         if int(inverse_iterations) != inverse_iterations or inverse_iterations < 0:
             raise ValueError(f"inverse_iterations must be an integer >= 0, got {inverse_iterations}")
         if inverse_method not in ("fixed_point", "newton"):
             raise ValueError(f"inverse_method must be 'fixed_point' or 'newton', got {inverse_method!r}")
+        if pullback not in ("corners", "point"):
+            raise ValueError(f"pullback must be 'corners' or 'point', got {pullback!r}")
+        if pullback == "point" and cache:
+            raise ValueError("cache applies to pullback='corners' only (a point-wise pull-back has no grid "
+                             "node values to reuse)")
         self.inverse_iterations = int(inverse_iterations)
         self.inverse_method = inverse_method
+        self.pullback = pullback
         self.cache = bool(cache)
+        if pullback == "point":
+            self.name = "semi_lagrangian_point"
         if self.inverse_iterations:
             prefix = "iter" if inverse_method == "fixed_point" else "newton"
-            self.name = f"semi_lagrangian_{prefix}{self.inverse_iterations}"
+            self.name += f"_{prefix}{self.inverse_iterations}"
         if self.cache:
             self.name += "_cached"
         table = tabulate_modes(self.modes, self.phi0) if mode_table is None else mode_table
@@ -253,6 +276,10 @@ class SemiLagrangianLevelSet(_Strategy):
         pts = _points(points)
         out = np.empty(pts.shape[0])
         grad = np.empty((pts.shape[0], 3))
+        if self.pullback == "point":
+            pointwise_query_kernel(self.phi0.values, self.phi0.origin, self.phi0.spacing, self.mode_table, self.eps,
+                                   pts, out, grad, self.inverse_iterations, self.inverse_method == "newton")
+            return out, grad
         pullback_query_kernel(self.phi0.values, self.phi0.origin, self.phi0.spacing, self.mode_table,
                               self.eps, pts, out, grad, self.inverse_iterations,
                               self.inverse_method == "newton", self._cache_values, self._cache_stamp,

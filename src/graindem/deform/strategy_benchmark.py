@@ -5,7 +5,9 @@ Accuracy reference: the exact signed distance to the deformed reference triangul
 points themselves (strategy 1 without its grid), so strategy 1's own grid error is reported too.
 "semi_lagrangian_iter4" is strategy 3 with the pull-back refined by four fixed-point iterations of
 X = x − u(X), "semi_lagrangian_newton1/2" by one/two Newton steps on X + u(X) = x (not in the seed;
-they remove the first-order inverse error of eq. 47). The per-step corner cache is not used here: a
+they remove the first-order inverse error of eq. 47), "semi_lagrangian_point_newton1/2" the same
+inversions applied to the query point itself (φ = φ0(X), normal by the chain rule; no corner
+interpolation). The per-step corner cache is not used here: a
 batch of random query points would reuse corners far more than the contact nodes of a step do (its
 effect is measured in the engine, benchmarks/deformable_cost.py).
 Query points: surface points of the deformed grain offset by up to ``band`` along random directions;
@@ -48,8 +50,10 @@ def measure_strategies(phi0, modes, surface_vertices, surface_faces, eps_target,
     semi = SemiLagrangianLevelSet(phi0, modes)
     setup_semi = time.perf_counter() - t0
     refined = [SemiLagrangianLevelSet(phi0, modes, mode_table=semi.mode_table, inverse_iterations=n,
-                                      inverse_method=method)
-               for method, n in (("fixed_point", 4), ("newton", 1), ("newton", 2))]
+                                      inverse_method=method, pullback=pullback)
+               for pullback, method, n in (("corners", "fixed_point", 4), ("corners", "newton", 1),
+                                           ("corners", "newton", 2), ("point", "newton", 1),
+                                           ("point", "newton", 2))]
     t0 = time.perf_counter()
     adv = AdvectedLevelSet(phi0, modes)
     setup_adv = time.perf_counter() - t0
@@ -127,7 +131,8 @@ def markdown_table(results_by_grain):
              "|---|---|---|---|---|---|---|---|---|---|"]
     for grain, res in results_by_grain.items():
         for name in ("recompute", "advection", "semi_lagrangian", "semi_lagrangian_iter4",
-                     "semi_lagrangian_newton1", "semi_lagrangian_newton2", "tabulated"):
+                     "semi_lagrangian_newton1", "semi_lagrangian_newton2", "semi_lagrangian_point_newton1",
+                     "semi_lagrangian_point_newton2", "tabulated"):
             if name not in res:
                 continue
             r = res[name]

@@ -293,7 +293,7 @@ def relative_error(measured, reference, floor_fraction=0.05):
 def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5, modal_mass=1e5,
                damping_ratio=0.2, contact_damping=None, beta=0.3, n_records=200, template=None,
                inverse_iterations=1, n_side=3, damping_law="tangent", rotations=False, inverse_method="newton",
-               pullback_cache=True, schedule="constant", tau=None, eps0=None, start="equilibrium"):
+               pullback_cache=True, schedule="constant", tau=None, eps0=None, start="equilibrium", pullback="point"):
     """n_side³ spheres (27 by default) in a cubic packing (touching), six walls each moving inward by
     u_w = n_side R ε (eq. 70 with ε = δ/R): the force on one wall against n_side² F_table(u_w/(n_side R))
     (eq. 59 per wall: 9 F_int(u_w/3) for 27 spheres).
@@ -312,7 +312,9 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
     mode continued linearly outside the sphere (`compaction_sphere`), one Newton step
     (``inverse_method="newton"``, default) puts the pole at the exact inverse's φ (< 1e-14 apart) and
     leaves < 0.004 voxel near the surface (4 fixed-point iterations: 0.002, at twice the cost);
-    ``pullback_cache`` computes each pulled-back grid node once per step. ``schedule``, ``tau`` and
+    ``pullback_cache`` computes each pulled-back grid node once per step (``pullback="corners"``, the
+    seed's remap of the query cell's corners); ``pullback="point"`` inverts the query point itself (one
+    inversion per query, no cache: ``pullback_cache`` is not used). ``schedule``, ``tau`` and
     ``eps0``, ``start`` as in `single_sphere_compaction` (ε of one sphere: the travel is u_w = n_side R ε;
     the equilibrium start compacts every sphere to eps0 and moves the centres in by the same factor).
     """
@@ -355,7 +357,8 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
                             contact_stiffness=contact_stiffness, contact_damping=contact_damping,
                             obstacles=walls, pairs=pairs, both_ways=False, ramp_time=plan["ramp_time"],
                             motion=plan["motion"], inverse_iterations=inverse_iterations,
-                            inverse_method=inverse_method, pullback_cache=pullback_cache, tangent_damping=beta_t,
+                            inverse_method=inverse_method, pullback=pullback,
+                            pullback_cache=bool(pullback_cache) and pullback == "corners", tangent_damping=beta_t,
                             free_dofs=[True, True, True] + [bool(rotations)] * 3)
     scene.eps[:] = e0
     # on the quasi-static path: every sphere compacted at ε̇ = ε0/τ, centres x = x_lattice (1 − ε) moving in
@@ -379,7 +382,8 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
             "dt": dt, "critical_steps": scene.critical_steps, "n_steps": n_steps, "rate": rate,
             "n_pairs": len(pairs), "mode_source": tpl.mode_source, "contact_stiffness": contact_stiffness,
             "inverse_iterations": inverse_iterations, "inverse_method": inverse_method,
-            "pullback_cache": bool(pullback_cache), "schedule": plan["describe"],
+            "pullback_cache": bool(pullback_cache) and pullback == "corners", "pullback": pullback,
+            "schedule": plan["describe"],
             "scene": scene}
 
 
