@@ -787,12 +787,14 @@ def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, i
                             pk, pm, pts, nxt, meta, out, sc, act)
 
 
-# Without 'contract' (no fused multiply-adds): with it, the code numba ran after compiling this
-# function afresh and the code it loaded from its cache fused the shear terms differently (the last
-# bit of a shift increment differed a few steps into a shear; tests/test_numba_cache_determinism.py),
-# so a sheared run and its restart in a new process parted. The orthogonal variant keeps it (FMA is
-# worth ~20 % of the whole step there, and its fresh and cached code agree).
-@njit(_nrt=False, fastmath={"nsz", "arcp", "afn", "reassoc"})
+# Strict IEEE arithmetic (fastmath off) for this variant: with graindem's fastmath flags the code numba
+# ran after compiling it afresh and the code it loaded from its cache rounded differently (first with
+# FMA contraction on: a shift increment's last bit a few steps into a shear; with contraction off but
+# the other flags on: a frame quaternion after ~2000 sheared steps; tests/test_numba_cache_determinism.py),
+# so a sheared run and its restart in a new process parted. Why only this function is not understood;
+# the orthogonal variant keeps the flags (FMA contraction alone is worth ~20 % of a whole mindlin or
+# jaeger step: measured with it off everywhere) and its fresh and cached code have agreed in every check.
+@njit(_nrt=False, fastmath=False)
 def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                              pts, nxt, meta, out, sc, act):
     return _pair_kinematics(True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
