@@ -46,7 +46,7 @@ from ..contact import state as S
 from ..contact.frames import contact_point_velocity, frame_init, quat_mul, quat_rotate
 from ..contact import jaeger, linear, md_incremental, mindlin
 from ..contact.laws import JAEGER, MD_INCREMENTAL, MINDLIN, contact_step, separate, tangential_energy
-from ..contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE, release
+from ..contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE, _compact_into, _thread_free, release
 
 # cell
 CELL_LO = 0          # 3: origin
@@ -1243,49 +1243,32 @@ def compact_store(pist, npairs, wist, nwrows, pts, nxt, meta):
     live = meta[M_LIVE]
     if live == 0:
         return True
-    new_pts = np.empty((live, 4))
+    total = 0
+    for r in range(npairs):
+        total += pist[r, S.I_LEN]
+    for r in range(nwrows):
+        total += wist[r, S.I_LEN]
+    if total != live:
+        return False
+    new_pts = np.empty((live, pts.shape[1]))
     new_nxt = np.empty(live, dtype=nxt.dtype)
-    heads = np.empty(npairs + nwrows, dtype=np.int64)
-    k = 0
-    for r in range(npairs + nwrows):
-        if r < npairs:
-            head = pist[r, S.I_HEAD]
-            length = pist[r, S.I_LEN]
-        else:
-            head = wist[r - npairs, S.I_HEAD]
-            length = wist[r - npairs, S.I_LEN]
-        if k + length > live:
-            return False
-        top = k + length - 1
-        i = head
-        q = top
-        while i >= 0:
-            if q < k:
-                return False
-            for f in range(4):
-                new_pts[q, f] = pts[i, f]
-            below = nxt[i] >> 1
-            new_nxt[q] = ((q - 1 if below >= 0 else -1) << 1) | (nxt[i] & 1)
-            i = below
-            q -= 1
-        if q != k - 1:
-            return False
-        heads[r] = top if length > 0 else -1
-        k += length
+    heads_p = np.empty(npairs, dtype=np.int64)
+    heads_w = np.empty(nwrows, dtype=np.int64)
+    k = _compact_into(nxt, pist[:npairs], pts, new_pts, new_nxt, heads_p, 0)
+    if k >= 0:
+        k = _compact_into(nxt, wist[:nwrows], pts, new_pts, new_nxt, heads_w, k)
     if k != live:
         return False
     for q in range(live):
-        for f in range(4):
+        for f in range(pts.shape[1]):
             pts[q, f] = new_pts[q, f]
         nxt[q] = new_nxt[q]
-    cap = meta[M_CAPACITY]
-    for q in range(live, cap):
-        nxt[q] = (q + 1 if q + 1 < cap else -1) << 1
-    meta[M_FREE_HEAD] = live if live < cap else -1
+    meta[M_FREE_HEAD] = -1
+    _thread_free(nxt, meta, live, meta[M_CAPACITY])
     for r in range(npairs):
-        pist[r, S.I_HEAD] = heads[r]
+        pist[r, S.I_HEAD] = heads_p[r]
     for r in range(nwrows):
-        wist[r, S.I_HEAD] = heads[npairs + r]
+        wist[r, S.I_HEAD] = heads_w[r]
     return True
 
 
