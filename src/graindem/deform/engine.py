@@ -158,6 +158,26 @@ def displacement_and_gradient(table, eps, ox, oy, oz, inv_h, px, py, pz):
 
 
 @njit(inline="always")
+def _deformation_adjugate(a00, a01, a02, a10, a11, a12, a20, a21, a22):
+    """Adjugate and determinant of F = I + ∇u from the gradient entries a_ij: F^{-1} = adj(F) / det F,
+    by cofactors (3 × 3, no pivoting needed while det > 0, i.e. no inverted element)."""
+    a00 += 1.0
+    a11 += 1.0
+    a22 += 1.0
+    c00 = a11 * a22 - a12 * a21
+    c01 = a02 * a21 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    c10 = a12 * a20 - a10 * a22
+    c11 = a00 * a22 - a02 * a20
+    c12 = a02 * a10 - a00 * a12
+    c20 = a10 * a21 - a11 * a20
+    c21 = a01 * a20 - a00 * a21
+    c22 = a00 * a11 - a01 * a10
+    det = a00 * c00 + a01 * c10 + a02 * c20
+    return c00, c01, c02, c10, c11, c12, c20, c21, c22, det
+
+
+@njit(inline="always")
 def inverse_map(table, eps, ox, oy, oz, inv_h, cx, cy, cz, u0x, u0y, u0z, n_iter, newton):
     """Reference point X of the deformed point c, i.e. X + u(X) = c, starting from the seed's
     first-order pull-back X0 = c − u0 (u0 = u(c)).
@@ -183,20 +203,9 @@ def inverse_map(table, eps, ox, oy, oz, inv_h, cx, cy, cz, u0x, u0y, u0z, n_iter
         rx = xx + ux - cx
         ry = xy + uy - cy
         rz = xz + uz - cz
-        a00 += 1.0
-        a11 += 1.0
-        a22 += 1.0
-        # (I + ∇u) δ = r by the adjugate: 3 × 3, no pivoting needed while det > 0 (no inverted element)
-        c00 = a11 * a22 - a12 * a21
-        c01 = a02 * a21 - a01 * a22
-        c02 = a01 * a12 - a02 * a11
-        c10 = a12 * a20 - a10 * a22
-        c11 = a00 * a22 - a02 * a20
-        c12 = a02 * a10 - a00 * a12
-        c20 = a10 * a21 - a11 * a20
-        c21 = a01 * a20 - a00 * a21
-        c22 = a00 * a11 - a01 * a10
-        det = a00 * c00 + a01 * c10 + a02 * c20
+        # (I + ∇u) δ = r by the adjugate
+        c00, c01, c02, c10, c11, c12, c20, c21, c22, det = _deformation_adjugate(
+            a00, a01, a02, a10, a11, a12, a20, a21, a22)
         if not det > 1e-12:
             break
         inv_det = 1.0 / det
@@ -306,20 +315,9 @@ def pointwise_gradient(table, eps, ox, oy, oz, h, qx, qy, qz, gx, gy, gz):
     trilinear cell X lies in. Returns the zero vector where I + ∇u is singular or inverted."""
     _, _, _, a00, a01, a02, a10, a11, a12, a20, a21, a22 = displacement_and_gradient(
         table, eps, ox, oy, oz, 1.0 / h, qx, qy, qz)
-    a00 += 1.0
-    a11 += 1.0
-    a22 += 1.0
     # F^{-T} g = adj(F)^T g / det F
-    c00 = a11 * a22 - a12 * a21
-    c01 = a02 * a21 - a01 * a22
-    c02 = a01 * a12 - a02 * a11
-    c10 = a12 * a20 - a10 * a22
-    c11 = a00 * a22 - a02 * a20
-    c12 = a02 * a10 - a00 * a12
-    c20 = a10 * a21 - a11 * a20
-    c21 = a01 * a20 - a00 * a21
-    c22 = a00 * a11 - a01 * a10
-    det = a00 * c00 + a01 * c10 + a02 * c20
+    c00, c01, c02, c10, c11, c12, c20, c21, c22, det = _deformation_adjugate(
+        a00, a01, a02, a10, a11, a12, a20, a21, a22)
     if not det > 1e-12:
         return 0.0, 0.0, 0.0
     inv_det = 1.0 / det
