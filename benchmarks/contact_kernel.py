@@ -34,7 +34,14 @@ law (the same loop reading each contact's movement and writing its row, no law) 
 rounds: the ratios are also given with it subtracted from both laws ("..._harness_subtracted"),
 for information; the headline is the raw ratio.
 
-    python benchmarks/contact_kernel.py --json results/bench/contact_kernel.json [--quick]
+    python benchmarks/contact_kernel.py --json results/bench/contact_kernel.json [--quick] [--bounds]
+
+--bounds adds "bounds" to the JSON (about a minute, 2000 contacts, everything in cache): what
+limits the jaeger step on the trace. "lockstep": every contact replays the same trace column at the
+same time, so every branch is predicted (per column: ns per update of jaeger and mindlin and the
+column's step kinds); "straight_arithmetic": the arithmetic of the typical step (descend one point,
+cut inside the segment below, append) on the trace's rows without branches or bookkeeping (not a
+law: its results are discarded), against the real kernels timed in the same rounds.
 
 Bytes per contact = the contact's state rows (fs + ist) + mean history points x 36 B.
 JSON: "laws" and "ratio_jaeger_mindlin" are the headline (mix named by "mix": the trace, energy
@@ -58,8 +65,9 @@ import numpy as np
 from graindem._jit import njit
 from graindem.contact import ContactBatch
 from graindem.contact import state as S
+from graindem.contact.jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SX, F_SY
 from graindem.contact.laws import TANGENTIAL_LAWS, advance_contacts
-from graindem.contact.store import BYTES_PER_POINT
+from graindem.contact.store import BYTES_PER_POINT, HistoryStore
 from graindem.demo_contact import MATERIAL, DemLikeMovements
 
 ROW_BYTES = S.N_FSTATE * 8 + S.N_ISTATE * 8
@@ -99,6 +107,141 @@ def null_law_kernel(law, prm, fs, ist, delta, ds, pts, nxt, meta, start):
     return n
 
 
+@njit(cache=False, _nrt=False)
+def straight_arithmetic_kernel(law, prm, fs, ist, delta, ds, pts, nxt, meta, start):
+    """A bound, not a law: the arithmetic of jaeger's typical trace step (remove the top point,
+    cut inside the segment below by the root z, append a slip segment), branch-free, on each
+    contact's row and its two points below. The store's links are never changed (reads the same
+    points every call; writes only the top point's four numbers and force slots of the row)."""
+    n = delta.shape[0]
+    kappa = prm[S.P_KAPPA]
+    mu = prm[S.P_MU]
+    cn = prm[S.P_CN]
+    for c in range(start, n):
+        d = delta[c]
+        head = ist[c, S.I_HEAD]
+        if not (d > 0.0) or head < 0:
+            continue
+        dk = fs[c, S.F_DELTA]
+        nk = fs[c, S.F_N]
+        sx = fs[c, F_SX]
+        sy = fs[c, F_SY]
+        px = fs[c, F_PX]
+        py = fs[c, F_PY]
+        dl = fs[c, F_DLOW]
+        nl = fs[c, F_NLOW]
+        n_new = cn * d * math.sqrt(d)
+        tgx = sx + ds[c, 0]
+        tgy = sy + ds[c, 1]
+        ux = fs[c, S.F_TX] - px * nk
+        uy = fs[c, S.F_TY] - py * nk
+        below = nxt[head] >> 1
+        sx -= kappa * px * (dk - dl)
+        sy -= kappa * py * (dk - dl)
+        bx = pts[below, 2]
+        by = pts[below, 3]
+        ux += (px - bx) * nl
+        uy += (py - by) * nl
+        dk = dl
+        below2 = nxt[below] >> 1
+        dl = pts[below2, 0]
+        d_j = d - dk
+        gx = (tgx - sx) - kappa * bx * d_j
+        gy = (tgy - sy) - kappa * by * d_j
+        g2 = gx * gx + gy * gy
+        a = max(mu * mu - (bx * bx + by * by), 0.0)
+        gd = gx * bx + gy * by
+        q = math.sqrt(gd * gd + a * g2)
+        neg = gd < 0.0
+        num = g2 if neg else gd + q
+        den = q - gd if neg else a
+        z = num / (kappa * den)
+        inv_w = den / num
+        d_cut = dk - (z - d_j)
+        n_cut = cn * d_cut * math.sqrt(d_cut)
+        qx = bx + gx * inv_w
+        qy = by + gy * inv_w
+        pts[head, 0] = d
+        pts[head, 1] = n_new
+        pts[head, 2] = qx
+        pts[head, 3] = qy
+        fs[c, S.F_TX] = (ux + qx * n_new) + (bx - qx) * n_cut
+        fs[c, S.F_TY] = (uy + qy * n_new) + (by - qy) * n_cut
+        fs[c, S.F_N] = n_new
+    return n
+
+
+def bounds(n=2000, warmup_steps=250, block_steps=20, rounds=15, columns=(0, 1, 2, 3, 4, 5), log=print):
+    """What limits the jaeger step on the recorded trace (see the module docstring, --bounds)."""
+    trace_mod = _trace_module()
+    moves = trace_mod.TraceMovements(TRACE, n)
+    material = moves.material(**MATERIAL)
+    variants = {"jaeger": (ContactBatch("jaeger", n, **material, energy=False), advance_contacts),
+                "mindlin": (ContactBatch("mindlin", n, **material, energy=False), advance_contacts),
+                "straight_arithmetic": (ContactBatch("jaeger", n, **material, energy=False), straight_arithmetic_kernel)}
+    probe = ContactBatch("jaeger", 2, **material, energy=False)
+    advance_timed(probe, np.full(2, 1e-6), np.full((2, 2), 1e-9), straight_arithmetic_kernel)
+
+    def run_block(steps, timed):
+        real, straight = variants["jaeger"][0], variants["straight_arithmetic"][0]
+        for delta, ds, restart in steps:
+            for name in ("jaeger", "mindlin"):
+                if restart.any():
+                    trace_mod.reset_contacts(variants[name][0], restart)
+            # the bound runs on the real state before the step (copied, untimed): same numbers
+            straight.fs[:] = real.fs
+            straight.ist[:] = real.ist
+            straight.store = HistoryStore.from_arrays(real.store.pts, real.store.nxt, real.store.meta)
+            for name, (batch, kernel) in variants.items():
+                cpu, _ = advance_timed(batch, delta, ds, kernel)
+                timed[name] += cpu
+
+    def block():
+        out = []
+        for _ in range(block_steps):
+            delta, ds = moves.next_step()
+            out.append((delta, ds, moves.restart.copy()))
+        return out
+
+    sink = {name: 0.0 for name in variants}
+    for _ in range(warmup_steps // block_steps):
+        run_block(block(), sink)
+    per_round = {name: [] for name in variants}
+    for r in range(rounds):
+        timed = {name: 0.0 for name in variants}
+        run_block(block(), timed)
+        for name in variants:
+            per_round[name].append(1e9 * timed[name] / (n * block_steps))
+    mixed = {name: statistics.median(v) for name, v in per_round.items()}
+    log("bounds, trace at %d contacts (ns/update): " % n + ", ".join(f"{k} {v:.1f}" for k, v in mixed.items()))
+
+    lockstep = {}
+    data = np.load(TRACE)
+    tr_delta = data["delta"].astype(np.float64)
+    tr_ds = data["ds"].astype(np.float64)
+    for col in columns:
+        batches = {law: ContactBatch(law, n, **material, energy=False) for law in ("jaeger", "mindlin")}
+        cpu = {law: 0.0 for law in batches}
+        kinds = np.zeros(4)
+        for t in range(tr_delta.shape[0]):
+            delta = np.full(n, tr_delta[t, col])
+            ds = np.tile(tr_ds[t, col], (n, 1))
+            for law, batch in batches.items():
+                cpu[law] += advance_timed(batch, delta, ds)[0]
+            kinds[int(batches["jaeger"].fs[0, S.F_KIND])] += 1
+        touching = kinds[1:].sum()
+        lockstep[str(col)] = {law + "_ns_per_update": 1e9 * cpu[law] / (n * tr_delta.shape[0]) for law in batches}
+        lockstep[str(col)].update({"elastic": kinds[S.KIND_ELASTIC] / touching,
+                                   "partial_slip": kinds[S.KIND_PARTIAL_SLIP] / touching,
+                                   "gross_sliding": kinds[S.KIND_GROSS_SLIDING] / touching})
+        rec = lockstep[str(col)]
+        log(f"bounds, lockstep column {col}: jaeger {rec['jaeger_ns_per_update']:.1f} ns, mindlin "
+            f"{rec['mindlin_ns_per_update']:.1f} ns; kinds elastic {rec['elastic']:.2f}, partial slip "
+            f"{rec['partial_slip']:.2f}, gross sliding {rec['gross_sliding']:.2f}")
+    return {"contacts": n, "mixed_trace_ns_per_update": mixed, "mixed_trace_rounds": per_round,
+            "lockstep": lockstep}
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
@@ -108,6 +251,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-trace", action="store_true",
                    help="skip the replay of the recorded biaxial movements (benchmarks/data/jaeger_biaxial_trace.npz)")
+    p.add_argument("--bounds", action="store_true",
+                   help="also measure what bounds the jaeger step (lockstep replay, straight arithmetic; ~1 min)")
     args = p.parse_args(argv)
     cfg = dict(QUICK if args.quick else FULL)
     if args.contacts is not None:
@@ -307,6 +452,8 @@ def main(argv=None):
     args, cfg = parse_args(sys.argv[1:] if argv is None else argv)
     t0 = time.perf_counter()
     result = run(cfg, seed=args.seed, trace=not args.no_trace)
+    if args.bounds and TRACE.exists():
+        result["bounds"] = bounds()
     result["wall_time_s"] = time.perf_counter() - t0
     _print_mix(result["mix"], result)
     if "synthetic" in result:

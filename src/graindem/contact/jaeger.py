@@ -24,15 +24,28 @@ update). `step` keeps the contact row in local variables and writes it back once
 cannot know that the store and the row do not overlap, so every store write would otherwise force
 the row slots read after it to be loaded again. Where the time goes (benchmarks/contact_kernel.py,
 recorded biaxial trace, where 92 % of the steps slip and half unload): a typical step supersedes the
-top slip segment (one pop), cuts inside the segment below (5e) and appends a slip segment; it is
-bound by one chain of dependent square roots and divisions (cone test, root z, N(delta*), the new
-slope), ~150 cycles of latency by a count of the chain, consistent with the ~55 ns measured per
-step (the same at 2000 contacts, where everything is in cache: not memory-bound). Hence: the cone tests compare squares (no square root on the slip path), the
-slope appended after a cut inside a segment is p + g/z (no norm, 1/z computed beside z), 1/kappa is
-a product, and the move of the top point on unloading is written without a branch (half the steps
-unload, in no order a predictor can learn). Together -18 % per jaeger step against session 2's
-kernel (bare kernels, same process); the store and prefetching were left as they were (a deeper
-free-list prefetch measured nothing).
+top slip segment (one pop), cuts inside the segment below (5e) and appends a slip segment. Session
+3 took it to be bound by its chain of dependent operations (the loads of the point below, the root
+z with a square root and a division, N(delta*) with another square root, the new force). Session 4
+measured it: with every contact replaying the same trace column in lockstep, so that every branch is
+predicted, a partial-slip step still costs 33-36 ns (mindlin 8-9 ns); the mixed trace ~41 ns;
+the arithmetic of the typical step alone (its loads, two square roots, two divisions), straight and
+branch-free on the same rows, ~17.6 ns, as much as mindlin in the same rounds
+(`benchmarks/contact_kernel.py --bounds`, 2000 contacts). So neither mispredictions nor the
+latency of that chain bound the step: the bookkeeping around it does (cone tests at both ends,
+the descent, the store writes, the merge check, the row write-back: how many instructions, and
+so how few contacts the out-of-order window overlaps). What the kernel does for speed: the cone tests compare
+squares (no square root on the slip path); the slope appended after a cut is p + g/z (no norm);
+a cut in a slip segment (two thirds of them) takes z = |g|^2/(-2 kappa G) without the square root
+(the same bits: Q = |G| exactly there); 5e is written with kappa g, so no 1/kappa; the force after
+a cut and a push is one multiply-add after N(delta*) (T = u + p N with u constant along a segment);
+the moves of the top point on unloading, the choice of the root's form and the descent to the point
+below are written without branches; a popped point is kept as the step's spare and taken by its
+push (no free-list and meta[] traffic through memory between contacts; the store ends bit for bit
+as with pop/push). Session 4 against session 3, same process, interleaved, recorded trace: time
+per jaeger update x0.80-0.83 at 2000 contacts; at 20 000 x0.88 from this kernel and the batched
+loop, x0.77 with the store on huge pages (store.HUGE_PAGE_MIN_POINTS). There the scattered store
+still costs ~13 ns an update (compacted every 20 steps, as the engine does every 100: x0.69).
 
 Input per call: the new total overlap delta > 0 and the tangential shift increment (dsx, dsy) in
 the contact frame; the target elastic shift is S' = S_k + ds (the dispatcher handles separation).
@@ -42,7 +55,7 @@ import math
 
 from .._jit import njit
 from . import state as S
-from .store import PT_DELTA, PT_N, PT_PX, PT_PY, pop, push, remove_below
+from .store import M_FREE_HEAD, M_LIVE, M_PEAK, PT_DELTA, PT_N, PT_PX, PT_PY, remove_below
 
 F_SX = S.F_LAW0
 F_SY = S.F_LAW0 + 1
@@ -61,14 +74,78 @@ EPS_P = 1e-12
 
 @njit(_nrt=False, inline="always")
 def _top_of(pts, nxt, head):
-    """(p_x, p_y, slip, delta_below, N_below) of the top point `head` of a stack (origin if -1)."""
-    if head >= 0:
-        link = nxt[head]
-        below = link >> 1
-        if below >= 0:
-            return pts[head, PT_PX], pts[head, PT_PY], (link & 1) == 1, pts[below, PT_DELTA], pts[below, PT_N]
-        return pts[head, PT_PX], pts[head, PT_PY], (link & 1) == 1, 0.0, 0.0
-    return 0.0, 0.0, False, 0.0, 0.0
+    """(p_x, p_y, slip, delta_below, N_below) of the top point `head` of a stack (origin if -1).
+
+    Without branches: a fifth of the contacts of a DEM run slide grossly on a one-point history,
+    so whether the top or the point below it is the origin is no pattern a predictor learns.
+    Index -1 reads wrap to the last element of the array (valid memory) and are then discarded."""
+    link = nxt[head]
+    below = link >> 1
+    has_top = head >= 0
+    has_below = has_top & (below >= 0)
+    px = pts[head, PT_PX]
+    py = pts[head, PT_PY]
+    d_below = pts[below, PT_DELTA]
+    n_below = pts[below, PT_N]
+    return (px if has_top else 0.0, py if has_top else 0.0, has_top & ((link & 1) == 1),
+            d_below if has_below else 0.0, n_below if has_below else 0.0)
+
+
+@njit(_nrt=False, inline="always")
+def _descend(pts, nxt, meta, head, spare, kappa, sx, sy, tx, ty, ux, uy, dk, nk, px, py, dl, nl):
+    """Remove the top point: the state moves to the point below (recovered from the top's slope;
+    exactly zero at the origin, without the rounding residue of the subtraction). Returns
+    (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) of the new top (u: see
+    `step`)."""
+    head, spare = _pop_to_spare(nxt, meta, head, spare)
+    keep = head >= 0
+    sx = sx - kappa * px * (dk - dl) if keep else 0.0
+    sy = sy - kappa * py * (dk - dl) if keep else 0.0
+    tx = tx - px * (nk - nl) if keep else 0.0
+    ty = ty - py * (nk - nl) if keep else 0.0
+    bx, by, slip, d_below, n_below = _top_of(pts, nxt, head)
+    # T at the point below, T_{k-1} = u + p_k N_{k-1} = u' + p_{k-1} N_{k-1}
+    ux = ux + (px - bx) * nl if keep else 0.0
+    uy = uy + (py - by) * nl if keep else 0.0
+    return head, spare, sx, sy, tx, ty, ux, uy, dl, nl, bx, by, slip, d_below, n_below
+
+
+@njit(_nrt=False, inline="always")
+def _free_point(nxt, meta, i):
+    """Put point i on top of the free list (no-op for i < 0)."""
+    if i >= 0:
+        nxt[i] = meta[M_FREE_HEAD] << 1
+        meta[M_FREE_HEAD] = i
+        meta[M_LIVE] -= 1
+
+
+@njit(_nrt=False, inline="always")
+def _pop_to_spare(nxt, meta, head, spare):
+    """Pop the top point of stack `head` into the step's spare; the previous spare goes to the free
+    list. Returns (new head, new spare). The free list then holds exactly what `store.pop` would
+    leave once the spare is freed or taken by `_push_reusing`: the store stays bit for bit the same."""
+    _free_point(nxt, meta, spare)
+    return nxt[head] >> 1, head
+
+
+@njit(_nrt=False, inline="always")
+def _push_reusing(pts, nxt, meta, head, spare, delta, N, px, py, slip):
+    """Push a point on stack `head`, into the spare if there is one (no free-list or meta traffic:
+    the popped point went nowhere), else from the free list. Returns the new head."""
+    if spare >= 0:
+        i = spare
+    else:
+        i = meta[M_FREE_HEAD]
+        meta[M_FREE_HEAD] = nxt[i] >> 1
+        meta[M_LIVE] += 1
+        if meta[M_LIVE] > meta[M_PEAK]:
+            meta[M_PEAK] = meta[M_LIVE]
+    pts[i, PT_DELTA] = delta
+    pts[i, PT_N] = N
+    pts[i, PT_PX] = px
+    pts[i, PT_PY] = py
+    nxt[i] = (head << 1) | (1 if slip else 0)
+    return i
 
 
 @njit(_nrt=False, inline="always")
@@ -90,6 +167,13 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     nk = fs[c, S.F_N]
     tx = fs[c, S.F_TX]
     ty = fs[c, S.F_TY]
+    # The force on the top segment also as T = u + p N: u is constant along a segment, so moving
+    # the top point (unloading, a cut) leaves it alone, and the force of a step that cuts and
+    # appends is one multiply-add after N(delta*) instead of four dependent operations (the chain
+    # of square root, division, square root bounds a typical step). T itself is still carried
+    # for the steps that append nothing: a repeated point must return T bit for bit.
+    ux = tx - fs[c, F_PX] * fs[c, S.F_N]
+    uy = ty - fs[c, F_PY] * fs[c, S.F_N]
     sx = fs[c, F_SX]
     sy = fs[c, F_SY]
     px = fs[c, F_PX]
@@ -101,6 +185,7 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     tgt_y = sy + dsy
     eta = EPS * kappa * mu * delta
     kind = S.KIND_ELASTIC
+    spare = -1                 # the last point popped, kept for the push (see _pop_to_spare)
     append = False             # append a segment of slope (qx, qy), flag qslip, from the top to delta
     qx = 0.0
     qy = 0.0
@@ -110,22 +195,9 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     # least one point survives once there is one).
     if dl >= delta:
         while dl >= delta:
-            head = pop(pts, nxt, meta, head)
+            (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) = _descend(
+                pts, nxt, meta, head, spare, kappa, sx, sy, tx, ty, ux, uy, dk, nk, px, py, dl, nl)
             length -= 1
-            if head >= 0:
-                sx -= kappa * px * (dk - dl)
-                sy -= kappa * py * (dk - dl)
-                tx -= px * (nk - nl)
-                ty -= py * (nk - nl)
-            else:
-                # The origin is known exactly: do not keep the rounding residue of the subtraction.
-                sx = 0.0
-                sy = 0.0
-                tx = 0.0
-                ty = 0.0
-            dk = dl
-            nk = nl
-            px, py, slip, dl, nl = _top_of(pts, nxt, head)
     # Move the top point down its segment to delta. Written without a branch on `unloading`
     # (half the steps of a real DEM run unload, in no predictable order): x = dn = 0 leave the
     # state as it is, and the store write then rewrites the top's own values.
@@ -184,14 +256,11 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
             sy = tgt_y
     else:
         # 5. Slip: cut the history back to the root delta* of the cone function.
-        inv_kappa = 1.0 / kappa
         while length > 0:
-            if length == 1:
-                slx = 0.0
-                sly = 0.0
-            else:
-                slx = sx - kappa * px * (dk - dl)
-                sly = sy - kappa * py * (dk - dl)
+            # S at the lower end; exactly 0 at the origin (a select, not a branch)
+            at_origin = length == 1
+            slx = 0.0 if at_origin else sx - kappa * px * (dk - dl)
+            sly = 0.0 if at_origin else sy - kappa * py * (dk - dl)
             wx = tgt_x - slx
             wy = tgt_y - sly
             w2 = wx * wx + wy * wy
@@ -200,78 +269,56 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
             reach_low = kappa * mu * (delta - dl)
             if 1e-150 < reach_low < 1e150:
                 superseded = (reach_low + eta) * (reach_low + eta) < w2            # h_low < -eta
-                cut_below = superseded or reach_low <= eta or (reach_low - eta) * (reach_low - eta) <= w2
+                cut_below = superseded | (reach_low <= eta) | ((reach_low - eta) * (reach_low - eta) <= w2)
             else:
                 h_low = reach_low - math.sqrt(w2)
                 superseded = h_low < -eta
                 cut_below = h_low <= eta
             if cut_below:
                 # 5c (h_low < -eta: superseded) or 5d (a tie: the cut is at delta_{j-1}): remove point j
-                head = pop(pts, nxt, meta, head)
+                (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) = _descend(
+                    pts, nxt, meta, head, spare, kappa, sx, sy, tx, ty, ux, uy, dk, nk, px, py, dl, nl)
                 length -= 1
-                if head >= 0:
-                    sx -= kappa * px * (dk - dl)
-                    sy -= kappa * py * (dk - dl)
-                    tx -= px * (nk - nl)
-                    ty -= py * (nk - nl)
-                else:
-                    sx = 0.0
-                    sy = 0.0
-                    tx = 0.0
-                    ty = 0.0
-                dk = dl
-                nk = nl
-                px, py, slip, dl, nl = _top_of(pts, nxt, head)
                 if superseded:
                     continue
                 break
             # 5e: the root lies inside the top segment; z measured from the upper end.
+            # Written with kappa g for the spec's g (no 1/kappa): the root equation
+            # A w^2 - 2 (kappa g . p) w - |kappa g|^2 = 0 has the root w = kappa z.
             d_j = delta - dk
-            gx = (tgt_x - sx) * inv_kappa - px * d_j
-            gy = (tgt_y - sy) * inv_kappa - py * d_j
+            gx = (tgt_x - sx) - kappa * px * d_j
+            gy = (tgt_y - sy) - kappa * py * d_j
             g2 = gx * gx + gy * gy
-            if slip:
-                a_coef = 0.0
-            else:
-                a_coef = mu * mu - (px * px + py * py)
-                if a_coef < 0.0:
-                    a_coef = 0.0
             g_dot = gx * px + gy * py
-            q = math.sqrt(g_dot * g_dot + a_coef * g2)
-            if g_dot < 0.0:
-                z = g2 / (q - g_dot)
-                inv_z = (q - g_dot) / g2
-            elif a_coef > 0.0:
-                z = (g_dot + q) / a_coef
-                inv_z = a_coef / (g_dot + q)
+            num = g2
+            if slip:
+                # A = 0: Q = |G| exactly (sqrt of a square), so the root needs no square root:
+                # z = |g|^2 / (kappa (Q - G)) = |g|^2 / (-2 kappa G), the same bits as the general
+                # form. Two thirds of the cuts of a DEM run are in a slip segment, and the square
+                # root sat on the chain of dependent operations that bounds the step.
+                den = -2.0 * g_dot
             else:
-                z = math.inf
-                inv_z = 0.0
+                a_coef = max(mu * mu - (px * px + py * py), 0.0)
+                q = math.sqrt(g_dot * g_dot + a_coef * g2)
+                # the cancellation-free form chosen by a select (the sign of G is no pattern)
+                g_neg = g_dot < 0.0
+                num = g2 if g_neg else g_dot + q
+                den = q - g_dot if g_neg else a_coef
+            # den = 0 (A = 0 and G >= 0: no root, the guard below removes the point) gives z = inf,
+            # and 0/0 is kept out by the same select.
+            z = num / (kappa * den) if den > 0.0 else math.inf
+            inv_w = den / num          # 1 / (kappa z)
             x = z - d_j
             if x >= dk - dl:
-                head = pop(pts, nxt, meta, head)
+                (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) = _descend(
+                    pts, nxt, meta, head, spare, kappa, sx, sy, tx, ty, ux, uy, dk, nk, px, py, dl, nl)
                 length -= 1
-                if head >= 0:
-                    sx -= kappa * px * (dk - dl)
-                    sy -= kappa * py * (dk - dl)
-                    tx -= px * (nk - nl)
-                    ty -= py * (nk - nl)
-                else:
-                    sx = 0.0
-                    sy = 0.0
-                    tx = 0.0
-                    ty = 0.0
-                dk = dl
-                nk = nl
-                px, py, slip, dl, nl = _top_of(pts, nxt, head)
             elif x > 0.0:
                 d_cut = dk - x
                 n_cut = prm[S.P_CN] * d_cut * math.sqrt(d_cut)
-                dn = nk - n_cut
                 sx -= kappa * px * x
                 sy -= kappa * py * x
-                tx -= px * dn
-                ty -= py * dn
+                # (T at the cut is not needed: a push follows, from u)
                 dk = d_cut
                 nk = n_cut
                 pts[head, PT_DELTA] = d_cut
@@ -279,8 +326,8 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
                 # The slip segment from the root: S' - S(delta*) = kappa (g + p z) has length
                 # kappa mu z there, so its slope mu u is p + g / z; no norm to take, and 1/z came
                 # with z (the most common partial slip of a real DEM run ends here).
-                qx = px + gx * inv_z
-                qy = py + gy * inv_z
+                qx = px + gx * inv_w
+                qy = py + gy * inv_w
                 qslip = True
                 append = True
             break
@@ -307,21 +354,23 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
 
     if append:
         dd = delta - dk
-        dn = n_new - nk
         # The old top becomes the point below; the merge needs the one below it (kept in the row).
         bx = px
         by = py
         bslip = slip
         d2 = dl
         n2 = nl
-        head = push(pts, nxt, meta, head, delta, n_new, qx, qy, qslip)
+        head = _push_reusing(pts, nxt, meta, head, spare, delta, n_new, qx, qy, qslip)
+        spare = -1
         length += 1
         dl = dk
         nl = nk
         sx = sx + kappa * qx * dd
         sy = sy + kappa * qy * dd
-        tx = tx + qx * dn
-        ty = ty + qy * dn
+        # T = u' + q N' with u' = u + (p - q) N_top: grouped so that N_top, the last value to
+        # arrive (after a cut), enters in the last operation. A merge below keeps T.
+        tx = (ux + qx * n_new) + (px - qx) * nk
+        ty = (uy + qy * n_new) + (py - qy) * nk
         dk = delta
         nk = n_new
         px = qx
@@ -329,13 +378,15 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
         slip = qslip
         # 7. Exact merge of equal consecutive segments, and the xi-merge (section 7).
         xi_tol = prm[S.P_XI] * mu
-        while length >= 2:
-            if slip != bslip:
-                break
+        exact_tol2 = (EPS_P * mu) * (EPS_P * mu)
+        while True:
+            # One branch, almost never taken, instead of a chain of them: whether the two top
+            # segments are both slip ones is no pattern a predictor learns.
             dp2 = (px - bx) * (px - bx) + (py - by) * (py - by)
-            if not (dp2 <= (EPS_P * mu) * (EPS_P * mu)):
-                if slip or not (dp2 < xi_tol * xi_tol):
-                    break
+            exact = dp2 <= exact_tol2
+            if not ((length >= 2) & (slip == bslip) & (exact | ((not slip) & (dp2 < xi_tol * xi_tol)))):
+                break
+            if not exact:
                 # xi-merge of two elastic segments: the force-weighted slope keeps every stored T_i
                 # and T_k; the elastic shift is re-derived from S_{k-2} (the difference is a tiny
                 # artificial slip).
@@ -378,6 +429,8 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
             else:
                 d2 = 0.0
                 n2 = 0.0
+
+    _free_point(nxt, meta, spare)
 
     # Rounding guard: T is a sum of slopes |p_i| <= mu times positive force increments, but after
     # deep normal unloading it is recovered by subtractions from much larger forces.

@@ -209,10 +209,107 @@ def _prefetch(typingctx, arr, idx):
 # How many contacts ahead the batched kernel prefetches a contact's top history point, the point
 # below it and the one below that (each stage reads the link the previous stage brought in).
 # Measured at 20 000 jaeger contacts, time per update: 289 ns without, 221 ns with (8, 4, -),
-# 195 ns with (24, 12, 4); at 2000 contacts about 5 % less.
+# 195 ns with (24, 12, 4) (session 2); session 4, recorded biaxial trace at 20 000 contacts:
+# (16, 8, 3) to (48, 24, 8) alike within the noise.
 PREFETCH_TOP = 24
 PREFETCH_BELOW = 12
 PREFETCH_BELOW2 = 4
+# Prefetch only for a store of at least this many points (2.4 MB with the links, about one
+# core's L2): below it everything is in cache and the walk is pure overhead. Recorded trace, time
+# per update without/with the walk: 2000 contacts (16 000 points) 0.84/0.88 of session 3's kernel,
+# 5000 (40 000) equal, 10 000 (80 000) 0.99/0.90, 20 000 (160 000) 1.04/0.89.
+PREFETCH_MIN_POINTS = 1 << 16
+
+
+@njit(_nrt=False, inline="always")
+def _prefetch_ahead(ist, pts, nxt, meta, c, n):
+    """Hint the top three history points of the contacts PREFETCH_TOP, _BELOW and _BELOW2 ahead,
+    and the free point.
+
+    Branch-free: a head of -1 (no history) or a bottom link of -1 only aims a hint at the element
+    before the array (a prefetch never faults), and nxt[-1] wraps to a valid element whose value
+    is then only used as a hint. The tests this replaced mispredicted on the many one-point
+    histories of gross sliding (recorded biaxial trace at 20 000 contacts: 70 -> 61 ns an update,
+    with jaeger.step's spare point, which alone measured nothing)."""
+    _prefetch(pts, meta[0])       # the free point a push without a pop takes
+    _prefetch(nxt, meta[0])
+    h = ist[min(c + PREFETCH_TOP, n - 1), S.I_HEAD]
+    _prefetch(pts, h)
+    _prefetch(nxt, h)
+    h = ist[min(c + PREFETCH_BELOW, n - 1), S.I_HEAD]
+    b = nxt[h] >> 1
+    _prefetch(pts, b)
+    _prefetch(nxt, b)
+    h = ist[min(c + PREFETCH_BELOW2, n - 1), S.I_HEAD]
+    b = nxt[nxt[h] >> 1] >> 1
+    _prefetch(pts, b)
+    _prefetch(nxt, b)
+
+
+# Each law without energy accounting has its own loop (a function of its own): in one loop for all
+# laws the code of one law changed the register allocation and layout of the others (mindlin
+# measured ~8 % slower after an edit of jaeger alone). The law kernels are inlined, as in the
+# engine's force loop (engine.kernels.law_step): the call of contact_step (~80 scalar arguments)
+# cost 13-15 ns an update, for mindlin 40 % of its time. An opening goes straight to `separate`, as
+# contact_step does without energy accounting (calling contact_step there inlined its energy
+# integrators into every loop: minutes of compilation).
+
+@njit(_nrt=False)
+def _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
+    n = delta.shape[0]
+    for c in range(start, n):
+        if meta[0] < 0:
+            return c
+        if prefetch:
+            _prefetch_ahead(ist, pts, nxt, meta, c, n)
+        d = delta[c]
+        if not (d > 0.0) or not math.isfinite(d):
+            separate(fs, ist, c, pts, nxt, meta)
+        else:
+            jaeger.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
+    return n
+
+
+@njit(_nrt=False)
+def _advance_mindlin(prm, fs, ist, delta, ds, pts, nxt, meta, start):
+    n = delta.shape[0]
+    for c in range(start, n):
+        if meta[0] < 0:
+            return c
+        d = delta[c]
+        if not (d > 0.0) or not math.isfinite(d):
+            separate(fs, ist, c, pts, nxt, meta)
+        else:
+            mindlin.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
+    return n
+
+
+@njit(_nrt=False)
+def _advance_md_incremental(prm, fs, ist, delta, ds, pts, nxt, meta, start):
+    n = delta.shape[0]
+    for c in range(start, n):
+        if meta[0] < 0:
+            return c
+        d = delta[c]
+        if not (d > 0.0) or not math.isfinite(d):
+            separate(fs, ist, c, pts, nxt, meta)
+        else:
+            md_incremental.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
+    return n
+
+
+@njit(_nrt=False)
+def _advance_linear(prm, fs, ist, delta, ds, pts, nxt, meta, start):
+    n = delta.shape[0]
+    for c in range(start, n):
+        if meta[0] < 0:
+            return c
+        d = delta[c]
+        if not (d > 0.0) or not math.isfinite(d):
+            separate(fs, ist, c, pts, nxt, meta)
+        else:
+            linear.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
+    return n
 
 
 @njit(_nrt=False)
@@ -222,55 +319,29 @@ def advance_contacts(law, prm, fs, ist, delta, ds, pts, nxt, meta, start):
     Returns the index of the first contact not advanced: n when all were, earlier when the
     store ran out of free points (the caller grows the store and calls again from there).
 
-    jaeger: the history points lie scattered through the shared store, and a step that pops or
-    pushes waits for main memory on each of them (time per update doubled from 200 to 20 000
-    contacts). So the kernel prefetches, some contacts ahead, the top three points of a contact
-    and the free point the next push will take. Hints only: results are unchanged.
+    jaeger: the history points lie scattered through the shared store, and once the store outgrows
+    the core's cache a step that pops or pushes waits for memory on each of them (time per update
+    doubled from 200 to 20 000 contacts). So the kernel then prefetches, some contacts ahead, the
+    top three points of a contact (hints only: results are unchanged). While the store fits in the
+    cache (fewer than PREFETCH_MIN_POINTS points) the prefetch walk is pure overhead and is skipped.
     """
     n = delta.shape[0]
     history = law == JAEGER
-    # Without energy accounting the law kernels are inlined here, as in the engine's force loop
-    # (engine.kernels.law_step): the call of contact_step (~80 scalar arguments) cost 13-15 ns an
-    # update, for mindlin 40 % of its time (recorded biaxial trace: mindlin 34 -> 20 ns).
-    energy_on = not (prm.shape[0] > S.P_ENERGY and prm[S.P_ENERGY] == 0.0)
+    prefetch = history and pts.shape[0] >= PREFETCH_MIN_POINTS
+    if prm.shape[0] > S.P_ENERGY and prm[S.P_ENERGY] == 0.0:
+        if history:
+            return _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch)
+        if law == MINDLIN:
+            return _advance_mindlin(prm, fs, ist, delta, ds, pts, nxt, meta, start)
+        if law == MD_INCREMENTAL:
+            return _advance_md_incremental(prm, fs, ist, delta, ds, pts, nxt, meta, start)
+        return _advance_linear(prm, fs, ist, delta, ds, pts, nxt, meta, start)
     for c in range(start, n):
         if meta[0] < 0:
             return c
-        if history:
-            _prefetch(pts, meta[0])
-            _prefetch(nxt, meta[0])
-            if c + PREFETCH_TOP < n:
-                head = ist[c + PREFETCH_TOP, S.I_HEAD]
-                if head >= 0:
-                    _prefetch(pts, head)
-                    _prefetch(nxt, head)
-            if c + PREFETCH_BELOW < n:
-                head = ist[c + PREFETCH_BELOW, S.I_HEAD]
-                if head >= 0:
-                    below = nxt[head] >> 1
-                    if below >= 0:
-                        _prefetch(pts, below)
-                        _prefetch(nxt, below)
-            if c + PREFETCH_BELOW2 < n:
-                head = ist[c + PREFETCH_BELOW2, S.I_HEAD]
-                if head >= 0:
-                    below = nxt[head] >> 1
-                    if below >= 0:
-                        below = nxt[below] >> 1
-                        if below >= 0:
-                            _prefetch(pts, below)
-                            _prefetch(nxt, below)
-        d = delta[c]
-        if energy_on or not (d > 0.0) or not math.isfinite(d):
-            contact_step(law, prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-        elif history:
-            jaeger.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-        elif law == MINDLIN:
-            mindlin.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-        elif law == MD_INCREMENTAL:
-            md_incremental.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-        else:
-            linear.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
+        if prefetch:
+            _prefetch_ahead(ist, pts, nxt, meta, c, n)
+        contact_step(law, prm, fs, ist, c, delta[c], ds[c, 0], ds[c, 1], pts, nxt, meta)
     return n
 
 

@@ -36,6 +36,24 @@ PT_PY = 3
 
 BYTES_PER_POINT = 4 * 8 + 4
 
+# A store of at least this many points keeps its arrays on 2 MB boundaries in buffers of at least
+# 4 MB, which numpy asks the kernel to back with transparent huge pages. The points of a store are
+# read in random order; in 4 kB pages every history step missed the TLB on them (recorded biaxial
+# trace, 20 000 contacts, 160 000 points, batched kernel: 62 -> 54 ns per jaeger update). Costs at
+# most ~6 MB of address space per array, committed only where touched.
+HUGE_PAGE_MIN_POINTS = 1 << 16
+HUGE_PAGE = 2 << 20
+
+
+def _zeros(shape, dtype, huge):
+    """np.zeros(shape, dtype), 2 MB-aligned inside a >= 4 MB buffer if `huge` (see HUGE_PAGE_MIN_POINTS)."""
+    if not huge:
+        return np.zeros(shape, dtype=dtype)
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = np.zeros(max(nbytes, 2 * HUGE_PAGE) + HUGE_PAGE, dtype=np.uint8)
+    offset = (-buf.ctypes.data) % HUGE_PAGE
+    return buf[offset:offset + nbytes].view(dtype).reshape(shape)
+
 
 @njit(_nrt=False)
 def link_next(nxt, i):
@@ -158,8 +176,9 @@ class HistoryStore:
         capacity = int(capacity)
         if capacity < 1:
             raise ValueError(f"capacity must be >= 1, got {capacity}")
-        self.pts = np.zeros((capacity, 4), dtype=np.float64)
-        self.nxt = np.zeros(capacity, dtype=np.int32)
+        huge = capacity >= HUGE_PAGE_MIN_POINTS
+        self.pts = _zeros((capacity, 4), np.float64, huge)
+        self.nxt = _zeros(capacity, np.int32, huge)
         self.meta = np.zeros(N_META, dtype=np.int64)
         self.meta[M_FREE_HEAD] = -1
         self.meta[M_CAPACITY] = capacity
@@ -186,9 +205,10 @@ class HistoryStore:
         new = max(2 * old, self.n_live + n)
         if new >= 2**30:
             raise MemoryError(f"history store would exceed 2^30 points ({new})")
-        pts = np.zeros((new, 4), dtype=np.float64)
+        huge = new >= HUGE_PAGE_MIN_POINTS
+        pts = _zeros((new, 4), np.float64, huge)
         pts[:old] = self.pts
-        nxt = np.zeros(new, dtype=np.int32)
+        nxt = _zeros(new, np.int32, huge)
         nxt[:old] = self.nxt
         self.pts, self.nxt = pts, nxt
         self.meta[M_CAPACITY] = new
@@ -257,7 +277,12 @@ class HistoryStore:
     @classmethod
     def from_arrays(cls, pts, nxt, meta):
         st = cls.__new__(cls)
-        st.pts = np.array(pts, dtype=np.float64)
-        st.nxt = np.array(nxt, dtype=np.int32)
+        pts = np.asarray(pts, dtype=np.float64)
+        nxt = np.asarray(nxt, dtype=np.int32)
+        huge = pts.shape[0] >= HUGE_PAGE_MIN_POINTS
+        st.pts = _zeros(pts.shape, np.float64, huge)
+        st.pts[...] = pts
+        st.nxt = _zeros(nxt.shape, np.int32, huge)
+        st.nxt[...] = nxt
         st.meta = np.array(meta, dtype=np.int64)
         return st
