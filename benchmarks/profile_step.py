@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from graindem._jit import njit  # noqa: E402
 from graindem.contact import state as S  # noqa: E402
-from graindem.contact.frames import contact_point_velocity, frame_update, from_frame, to_frame  # noqa: E402
+from graindem.contact.frames import contact_point_velocity, from_frame, to_frame  # noqa: E402
 from graindem.engine import kernels as K  # noqa: E402
 
 
@@ -73,8 +73,9 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
         total += delta + vn
         if mode == 0:
             continue
-        frame_update(pcq, c, nx, ny, nz, 0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
-                     0.5 * (omega[i, 2] + omega[j, 2]), dt)
+        # the engine's own frame update (kernels._turn_frame), so the split follows it
+        K._turn_frame(pcq, c, nx, ny, nz, 0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
+                      0.5 * (omega[i, 2] + omega[j, 2]), dt)
         dsx, dsy, _ = to_frame(pcq, c, (vx - vn * nx) * dt, (vy - vn * ny) * dt, (vz - vn * nz) * dt)
         total += dsx + dsy
         if mode == 1:

@@ -249,7 +249,7 @@ def _prefetch_ahead(ist, pts, nxt, meta, c, n):
 # Each law without energy accounting has its own loop (a function of its own): in one loop for all
 # laws the code of one law changed the register allocation and layout of the others (mindlin
 # measured ~8 % slower after an edit of jaeger alone). The law kernels are inlined, as in the
-# engine's force loop (engine.kernels.law_step): the call of contact_step (~80 scalar arguments)
+# engine's force loop (engine.kernels._step_<law>): the call of contact_step (~80 scalar arguments)
 # cost 13-15 ns an update, for mindlin 40 % of its time. An opening goes straight to `separate`, as
 # contact_step does without energy accounting (calling contact_step there inlined its energy
 # integrators into every loop: minutes of compilation).
