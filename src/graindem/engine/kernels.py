@@ -651,15 +651,10 @@ def _load_prm(prm, mtab, p, pk, row):
 
 @njit(_nrt=False, inline="always")
 def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
-    """frames.frame_update in fewer operations, the same rotation in exact arithmetic.
-
-    The tilt from the old normal o to n is t = s (1 + o.n, o x n) with s = 1/|o + n| =
-    1/sqrt(2 (1 + o.n)) for unit o, n (s also projects the spin on the mid normal), the twirl is
-    r = (cos h, sin h n). Their product, multiplied out with n.(o x n) = 0 and
-    n x (o x n) = o - (o.n) n, is r t = s (cos h (1 + o.n), cos h (o x n) + sin h (o + n)): one
-    quaternion product fewer than forming r and t. The new frame (r t) q, unit up to rounding,
-    gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to O(eps^2)), so q keeps unit length as
-    with the full normalisation. Returns the new quaternion."""
+    """frames.frame_update with one square root fewer: the tilt (1 + o.n, o x n) has length
+    |o + n| = sqrt(2 (1 + o.n)) for unit o, n, which both normalises it and projects the spin on the
+    mid normal; the product, unit up to rounding, gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to
+    O(eps^2)), so q keeps unit length as with the full normalisation. Returns the new quaternion."""
     w = cq[c, 0]
     x = cq[c, 1]
     y = cq[c, 2]
@@ -673,10 +668,11 @@ def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
         frame_init(cq, c, nx, ny, nz)
         return cq[c, 0], cq[c, 1], cq[c, 2], cq[c, 3]
     s = 1.0 / math.sqrt(2.0 * tw)
-    px = ox + nx
-    py = oy + ny
-    pz = oz + nz
-    h = 0.5 * (spin_x * px + spin_y * py + spin_z * pz) * dt * s
+    tx = (oy * nz - oz * ny) * s
+    ty = (oz * nx - ox * nz) * s
+    tz = (ox * ny - oy * nx) * s
+    tw *= s
+    h = 0.5 * (spin_x * (ox + nx) + spin_y * (oy + ny) + spin_z * (oz + nz)) * dt * s
     h2 = h * h
     if h2 < 1e-6:
         # a DEM step turns a contact by far less than a milliradian: Taylor terms to round-off
@@ -685,12 +681,7 @@ def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
     else:
         cw = math.cos(h)
         sw = math.sin(h)
-    cs = cw * s
-    ss = sw * s
-    aw = cs * tw
-    ax = cs * (oy * nz - oz * ny) + ss * px
-    ay = cs * (oz * nx - ox * nz) + ss * py
-    az = cs * (ox * ny - oy * nx) + ss * pz
+    aw, ax, ay, az = quat_mul(cw, sw * nx, sw * ny, sw * nz, tw, tx, ty, tz)
     w, x, y, z = quat_mul(aw, ax, ay, az, w, x, y, z)
     g = 1.5 - 0.5 * (w * w + x * x + y * y + z * z)
     w *= g
