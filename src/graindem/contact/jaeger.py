@@ -47,11 +47,31 @@ per jaeger update x0.80-0.83 at 2000 contacts; at 20 000 x0.88 from this kernel 
 loop, x0.77 with the store on huge pages (store.HUGE_PAGE_MIN_POINTS). There the scattered store
 still costs ~13 ns an update (compacted every 20 steps, as the engine does every 100: x0.69).
 
+Session 4, second helper: the fast paths. Three quarters of the trace's steps are one of two
+cases, now taken by straight code entered by cheap tests on the row and falling back to the
+general code (which they never write before deciding) otherwise: `_supersede_and_cut` (53 %:
+the top slip segment superseded, the root inside the segment below; the popped top is the point
+pushed, so head, length and links stay and two points are written) and `_slide_from_origin`
+(21 %: gross sliding on a one-point history). Same expressions as the general code; results
+agree to a few ulp (tests/test_jaeger_fastpath.py, from the same state every step, on random 3D
+sequences); their row values and results pass through `_opaque` so that every caller compiles
+them alike (the energy switch must not change the mechanics by one bit). Interleaved in one process
+against the kernel before them (recorded trace): time per jaeger update x0.89-0.92 at 2000 and
+at 20 000 contacts; contact_kernel.py headline jaeger/mindlin 2.31 (rounds 2.02-2.73) on a
+shared machine, against 2.39-2.77 before. Lockstep (--bounds): the gross-sliding column 13.5 ns
+(23-25 before, as cheap as mindlin), the partial-slip columns unchanged (34-38 ns): the
+supersede-and-cut path costs about what the general code did when every branch was predicted;
+its gain is in the mixed trace (fewer mispredicted branches, fewer instructions).
+
 Input per call: the new total overlap delta > 0 and the tangential shift increment (dsx, dsy) in
 the contact frame; the target elastic shift is S' = S_k + ds (the dispatcher handles separation).
 """
 
 import math
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from .._jit import njit
 from . import state as S
@@ -149,10 +169,241 @@ def _push_reusing(pts, nxt, meta, head, spare, delta, N, px, py, slip):
 
 
 @njit(_nrt=False, inline="always")
+def _lower_end_test(reach_low, eta, w2):
+    """(superseded, cut_below) of the cone function at a segment's lower end, h_low = reach_low -
+    |w|: superseded when h_low < -eta, the cut at or below that end when h_low <= eta. Compared
+    squared (no square root on the slip path) where the squares keep their range."""
+    if 1e-150 < reach_low < 1e150:
+        superseded = (reach_low + eta) * (reach_low + eta) < w2
+        cut_below = superseded | (reach_low <= eta) | ((reach_low - eta) * (reach_low - eta) <= w2)
+    else:
+        h_low = reach_low - math.sqrt(w2)
+        superseded = h_low < -eta
+        cut_below = h_low <= eta
+    return superseded, cut_below
+
+
+@njit(_nrt=False, inline="always")
+def _root(kappa, mu, tgt_x, tgt_y, sx, sy, px, py, slip, d_j):
+    """5e: the root of the cone function inside the top segment (slope p, upper end S = (sx, sy)),
+    z measured from the upper end, d_j = delta - delta_top. Returns (gx, gy, z, 1 / (kappa z)).
+
+    Written with kappa g for the spec's g (no 1/kappa): the root equation
+    A w^2 - 2 (kappa g . p) w - |kappa g|^2 = 0 has the root w = kappa z."""
+    gx = (tgt_x - sx) - kappa * px * d_j
+    gy = (tgt_y - sy) - kappa * py * d_j
+    g2 = gx * gx + gy * gy
+    g_dot = gx * px + gy * py
+    num = g2
+    if slip:
+        # A = 0: Q = |G| exactly (sqrt of a square), so the root needs no square root:
+        # z = |g|^2 / (kappa (Q - G)) = |g|^2 / (-2 kappa G), the same bits as the general
+        # form. Two thirds of the cuts of a DEM run are in a slip segment, and the square
+        # root sat on the chain of dependent operations that bounds the step.
+        den = -2.0 * g_dot
+    else:
+        a_coef = max(mu * mu - (px * px + py * py), 0.0)
+        q = math.sqrt(g_dot * g_dot + a_coef * g2)
+        # the cancellation-free form chosen by a select (the sign of G is no pattern)
+        g_neg = g_dot < 0.0
+        num = g2 if g_neg else g_dot + q
+        den = q - g_dot if g_neg else a_coef
+    # den = 0 (A = 0 and G >= 0: no root, the caller removes the point) gives z = inf, and 0/0
+    # is kept out by the same select.
+    z = num / (kappa * den) if den > 0.0 else math.inf
+    return gx, gy, z, den / num
+
+
+@intrinsic
+def _opaque(typingctx, x):
+    """x itself, but opaque to the optimiser (an empty inline-asm statement; no instruction).
+
+    The fast paths below are single basic blocks inlined into several callers (the batched loop,
+    laws.contact_step with its energy code, the engine's force loop). With fastmath's 'reassoc'
+    and 'contract' LLVM regroups and fuses a block's sums and products depending on what the
+    surrounding code shares with them, so the same source gave results a few ulp apart in
+    different callers (tests/test_energy_switch.py demands them bit for bit). Passing the row's
+    values, the loaded points, the new slope and the results through this fixes their arithmetic
+    whatever the caller. (Also kappa, mu, delta, N: no further effect, but 5 % slower, as they
+    can then no longer be shared with the caller.)"""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()])
+        return builder.asm(fnty, "", "=x,0", [args[0]], side_effect=False)
+
+    return types.float64(x), codegen
+
+
+@njit(_nrt=False, inline="always")
+def _supersede_and_cut(prm, fs, c, delta, n_new, kappa, mu, eta, tgt_x, tgt_y, head, dk,
+                       sx, sy, ux, uy, px, py, dl, nl, pts, nxt):
+    """The fast path of the most common step of a DEM run (recorded biaxial trace: 53 % of the
+    steps): the top k is a slip segment that the step supersedes (cone test at its lower end),
+    the root lies strictly inside segment k-1 below it, which is cut there and gets the new slip
+    segment, and that segment does not merge with segment k-1. Called for a row whose top is a
+    slip segment with a point below it (not the origin) and no truncation (delta_{k-1} < delta).
+    Returns False, having written nothing, when the step is any other case: the general code
+    then runs from the row as if this had not been called.
+
+    The general code's own expressions (the same helpers), straight: the popped top is the very
+    point the push takes, and its link already reads (k-1, slip), so the head, the length and the
+    link stay as they are and only the cut point and the pushed point are written; T is rebuilt
+    from u; no elastic test at the top: for a slip top, h_top <= h_low (the cone function rises
+    down a segment of slope mu at most as fast as its reach), so h_low < -eta implies h_top <
+    -eta. tests/test_jaeger_fastpath.py compares it with the general code on random 3D
+    sequences."""
+    tgt_x = _opaque(tgt_x)
+    tgt_y = _opaque(tgt_y)
+    dk = _opaque(dk)
+    sx = _opaque(sx)
+    sy = _opaque(sy)
+    ux = _opaque(ux)
+    uy = _opaque(uy)
+    px = _opaque(px)
+    py = _opaque(py)
+    dl = _opaque(dl)
+    nl = _opaque(nl)
+    # the top point moved down to delta when unloading (branch-free, as in the general code)
+    unloading = delta < dk
+    x_top = dk - delta if unloading else 0.0
+    sx -= kappa * px * x_top
+    sy -= kappa * py * x_top
+    dk = delta if unloading else dk
+    # cone test at the top's lower end, S_{k-1} = S_k - kappa p_k (delta_k - delta_{k-1})
+    dx_top = dk - dl
+    s1x = sx - kappa * px * dx_top
+    s1y = sy - kappa * py * dx_top
+    wx = tgt_x - s1x
+    wy = tgt_y - s1y
+    superseded, _ = _lower_end_test(kappa * mu * (delta - dl), eta, wx * wx + wy * wy)
+    if not superseded:
+        return False
+    below = nxt[head] >> 1
+    link_b = nxt[below]
+    below2 = link_b >> 1
+    bx = _opaque(pts[below, PT_PX])
+    by = _opaque(pts[below, PT_PY])
+    bslip = (link_b & 1) == 1
+    at_origin = below2 < 0
+    d_b2 = _opaque(0.0 if at_origin else pts[below2, PT_DELTA])
+    dx_b = dl - d_b2
+    s2x = 0.0 if at_origin else s1x - kappa * bx * dx_b
+    s2y = 0.0 if at_origin else s1y - kappa * by * dx_b
+    wx = tgt_x - s2x
+    wy = tgt_y - s2y
+    _, cut_below = _lower_end_test(kappa * mu * (delta - d_b2), eta, wx * wx + wy * wy)
+    if cut_below:
+        return False
+    d_j = delta - dl
+    gx, gy, z, inv_w = _root(kappa, mu, tgt_x, tgt_y, s1x, s1y, bx, by, bslip, d_j)
+    x = z - d_j
+    qx = _opaque(bx + gx * inv_w)
+    qy = _opaque(by + gy * inv_w)
+    # the exact merge (section 7) of the new slip segment with a slip segment k-1 of the same slope
+    dp2 = (qx - bx) * (qx - bx) + (qy - by) * (qy - by)
+    merges = bslip & (dp2 <= (EPS_P * mu) * (EPS_P * mu))
+    if not ((x > 0.0) & (x < dx_b)) or merges:
+        return False
+    d_cut = dl - x
+    n_cut = _opaque(_opaque(prm[S.P_CN]) * d_cut * math.sqrt(d_cut))
+    pts[below, PT_DELTA] = d_cut
+    pts[below, PT_N] = n_cut
+    pts[head, PT_DELTA] = delta
+    pts[head, PT_N] = n_new
+    pts[head, PT_PX] = qx
+    pts[head, PT_PY] = qy
+    ux = ux + (px - bx) * nl
+    uy = uy + (py - by) * nl
+    dd = delta - d_cut
+    sx = (s1x - kappa * bx * x) + kappa * qx * dd
+    sy = (s1y - kappa * by * x) + kappa * qy * dd
+    tx = (ux + qx * n_new) + (bx - qx) * n_cut
+    ty = (uy + qy * n_new) + (by - qy) * n_cut
+    tx = _opaque(tx)
+    ty = _opaque(ty)
+    tmax = mu * n_new
+    tn2 = tx * tx + ty * ty
+    if tn2 > tmax * tmax:
+        scale = tmax / math.sqrt(tn2)
+        tx = tx * scale
+        ty = ty * scale
+    fs[c, S.F_DELTA] = delta
+    fs[c, S.F_N] = n_new
+    fs[c, S.F_TX] = tx
+    fs[c, S.F_TY] = ty
+    fs[c, S.F_KIND] = S.KIND_PARTIAL_SLIP
+    fs[c, F_SX] = _opaque(sx)
+    fs[c, F_SY] = _opaque(sy)
+    fs[c, F_PX] = qx
+    fs[c, F_PY] = qy
+    fs[c, F_DLOW] = d_cut
+    fs[c, F_NLOW] = n_cut
+    return True
+
+
+@njit(_nrt=False, inline="always")
+def _slide_from_origin(fs, c, delta, n_new, kappa, mu, eta, tgt_x, tgt_y, head, pts):
+    """The fast path of gross sliding on a one-point history (recorded biaxial trace: ~1/5 of
+    the steps): the only segment is a slip segment, the step supersedes it (cone test at the
+    origin), and the history becomes one slip segment from the origin towards the target.
+    Called for a row whose top is a slip segment directly on the origin, without truncation.
+    Returns False, having written nothing, for any other case (the general code then runs).
+
+    As `_supersede_and_cut`: the popped point is the one pushed, its link (origin, slip) stays,
+    so only its values are written; the general code's expressions with the origin's zeros
+    (S = 0, T = 0, u = 0, delta_0 = N_0 = 0) folded in."""
+    tgt_x = _opaque(tgt_x)
+    tgt_y = _opaque(tgt_y)
+    w2 = tgt_x * tgt_x + tgt_y * tgt_y
+    superseded, _ = _lower_end_test(kappa * mu * delta, eta, w2)
+    wn = math.sqrt(w2)
+    # an absurdly large shift (|w|^2 overflows) goes the general way, which keeps its direction
+    if not superseded or wn == math.inf:
+        return False
+    unit = mu / wn
+    qx = _opaque(tgt_x * unit)
+    qy = _opaque(tgt_y * unit)
+    pts[head, PT_DELTA] = delta
+    pts[head, PT_N] = n_new
+    pts[head, PT_PX] = qx
+    pts[head, PT_PY] = qy
+    tx = qx * n_new
+    ty = qy * n_new
+    tx = _opaque(tx)
+    ty = _opaque(ty)
+    tmax = mu * n_new
+    tn2 = tx * tx + ty * ty
+    if tn2 > tmax * tmax:
+        scale = tmax / math.sqrt(tn2)
+        tx = tx * scale
+        ty = ty * scale
+    fs[c, S.F_DELTA] = delta
+    fs[c, S.F_N] = n_new
+    fs[c, S.F_TX] = tx
+    fs[c, S.F_TY] = ty
+    fs[c, S.F_KIND] = S.KIND_GROSS_SLIDING
+    fs[c, F_SX] = _opaque(kappa * qx * delta)
+    fs[c, F_SY] = _opaque(kappa * qy * delta)
+    fs[c, F_PX] = qx
+    fs[c, F_PY] = qy
+    fs[c, F_DLOW] = 0.0
+    fs[c, F_NLOW] = 0.0
+    return True
+
+
+@njit(_nrt=False, inline="always")
 def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     """Advance contact c to total overlap `delta` (> 0) by the shift increment (dsx, dsy).
 
     The caller guarantees at least one free point in the store; at most one is pushed."""
+    _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, True)
+
+
+@njit(_nrt=False, inline="always")
+def _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, fast_path):
+    """`step`; with fast_path False (tests only) always through the general code."""
     if not (math.isfinite(dsx) and math.isfinite(dsy)):
         raise ValueError("jaeger.step: the shift increment (dsx, dsy) must be finite")
     kappa = prm[S.P_KAPPA]
@@ -184,6 +435,16 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     tgt_x = sx + dsx           # target elastic shift S'
     tgt_y = sy + dsy
     eta = EPS * kappa * mu * delta
+    # The two most common steps of a DEM run (three quarters of the recorded biaxial trace's) in
+    # straight code; anything else, or with fast_path False, the general algorithm below.
+    if fast_path and slip and (dl < delta):
+        if length >= 2:
+            if _supersede_and_cut(prm, fs, c, delta, n_new, kappa, mu, eta, tgt_x, tgt_y, head, dk,
+                                  sx, sy, ux, uy, px, py, dl, nl, pts, nxt):
+                return
+        elif length == 1:
+            if _slide_from_origin(fs, c, delta, n_new, kappa, mu, eta, tgt_x, tgt_y, head, pts):
+                return
     kind = S.KIND_ELASTIC
     spare = -1                 # the last point popped, kept for the push (see _pop_to_spare)
     append = False             # append a segment of slope (qx, qy), flag qslip, from the top to delta
@@ -263,17 +524,7 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
             sly = 0.0 if at_origin else sy - kappa * py * (dk - dl)
             wx = tgt_x - slx
             wy = tgt_y - sly
-            w2 = wx * wx + wy * wy
-            # The cone function at the lower end, h_low = reach_low - |w|, compared squared (no
-            # square root on the slip path) where the squares keep their range.
-            reach_low = kappa * mu * (delta - dl)
-            if 1e-150 < reach_low < 1e150:
-                superseded = (reach_low + eta) * (reach_low + eta) < w2            # h_low < -eta
-                cut_below = superseded | (reach_low <= eta) | ((reach_low - eta) * (reach_low - eta) <= w2)
-            else:
-                h_low = reach_low - math.sqrt(w2)
-                superseded = h_low < -eta
-                cut_below = h_low <= eta
+            superseded, cut_below = _lower_end_test(kappa * mu * (delta - dl), eta, wx * wx + wy * wy)
             if cut_below:
                 # 5c (h_low < -eta: superseded) or 5d (a tie: the cut is at delta_{j-1}): remove point j
                 (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) = _descend(
@@ -283,31 +534,8 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
                     continue
                 break
             # 5e: the root lies inside the top segment; z measured from the upper end.
-            # Written with kappa g for the spec's g (no 1/kappa): the root equation
-            # A w^2 - 2 (kappa g . p) w - |kappa g|^2 = 0 has the root w = kappa z.
             d_j = delta - dk
-            gx = (tgt_x - sx) - kappa * px * d_j
-            gy = (tgt_y - sy) - kappa * py * d_j
-            g2 = gx * gx + gy * gy
-            g_dot = gx * px + gy * py
-            num = g2
-            if slip:
-                # A = 0: Q = |G| exactly (sqrt of a square), so the root needs no square root:
-                # z = |g|^2 / (kappa (Q - G)) = |g|^2 / (-2 kappa G), the same bits as the general
-                # form. Two thirds of the cuts of a DEM run are in a slip segment, and the square
-                # root sat on the chain of dependent operations that bounds the step.
-                den = -2.0 * g_dot
-            else:
-                a_coef = max(mu * mu - (px * px + py * py), 0.0)
-                q = math.sqrt(g_dot * g_dot + a_coef * g2)
-                # the cancellation-free form chosen by a select (the sign of G is no pattern)
-                g_neg = g_dot < 0.0
-                num = g2 if g_neg else g_dot + q
-                den = q - g_dot if g_neg else a_coef
-            # den = 0 (A = 0 and G >= 0: no root, the guard below removes the point) gives z = inf,
-            # and 0/0 is kept out by the same select.
-            z = num / (kappa * den) if den > 0.0 else math.inf
-            inv_w = den / num          # 1 / (kappa z)
+            gx, gy, z, inv_w = _root(kappa, mu, tgt_x, tgt_y, sx, sy, px, py, slip, d_j)
             x = z - d_j
             if x >= dk - dl:
                 (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) = _descend(
