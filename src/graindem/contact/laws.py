@@ -254,8 +254,10 @@ def _prefetch_ahead(ist, pts, nxt, meta, c, n):
 # contact_step does without energy accounting (calling contact_step there inlined its energy
 # integrators into every loop: minutes of compilation).
 
-@njit(_nrt=False)
-def _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
+@njit(_nrt=False, inline="always")
+def _advance_with(law_step, prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
+    """The batched loop of one law; `law_step` (a law module's inlined `step`) and `prefetch` are
+    constants of each wrapper below, so each compiles to a loop of its own law only."""
     n = delta.shape[0]
     for c in range(start, n):
         if meta[0] < 0:
@@ -266,50 +268,28 @@ def _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
         if not (d > 0.0) or not math.isfinite(d):
             separate(fs, ist, c, pts, nxt, meta)
         else:
-            jaeger.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
+            law_step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
     return n
+
+
+@njit(_nrt=False)
+def _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
+    return _advance_with(jaeger.step, prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch)
 
 
 @njit(_nrt=False)
 def _advance_mindlin(prm, fs, ist, delta, ds, pts, nxt, meta, start):
-    n = delta.shape[0]
-    for c in range(start, n):
-        if meta[0] < 0:
-            return c
-        d = delta[c]
-        if not (d > 0.0) or not math.isfinite(d):
-            separate(fs, ist, c, pts, nxt, meta)
-        else:
-            mindlin.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-    return n
+    return _advance_with(mindlin.step, prm, fs, ist, delta, ds, pts, nxt, meta, start, False)
 
 
 @njit(_nrt=False)
 def _advance_md_incremental(prm, fs, ist, delta, ds, pts, nxt, meta, start):
-    n = delta.shape[0]
-    for c in range(start, n):
-        if meta[0] < 0:
-            return c
-        d = delta[c]
-        if not (d > 0.0) or not math.isfinite(d):
-            separate(fs, ist, c, pts, nxt, meta)
-        else:
-            md_incremental.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-    return n
+    return _advance_with(md_incremental.step, prm, fs, ist, delta, ds, pts, nxt, meta, start, False)
 
 
 @njit(_nrt=False)
 def _advance_linear(prm, fs, ist, delta, ds, pts, nxt, meta, start):
-    n = delta.shape[0]
-    for c in range(start, n):
-        if meta[0] < 0:
-            return c
-        d = delta[c]
-        if not (d > 0.0) or not math.isfinite(d):
-            separate(fs, ist, c, pts, nxt, meta)
-        else:
-            linear.step(prm, fs, ist, c, d, ds[c, 0], ds[c, 1], pts, nxt, meta)
-    return n
+    return _advance_with(linear.step, prm, fs, ist, delta, ds, pts, nxt, meta, start, False)
 
 
 @njit(_nrt=False)
