@@ -1,5 +1,6 @@
-"""jaeger.step's fast paths (a superseded top slip segment cut back into the segment below;
-gross sliding on a one-point history) against the general algorithm they short-cut.
+"""jaeger.step's fast paths (a superseded top slip segment cut back into the segment below, or
+two segments deep; gross sliding on a one-point history; a new elastic segment) against the
+general algorithm they short-cut.
 
 Reference: the same step compiled with the fast paths switched off (`jaeger._step(..., False)`),
 whose exactness the other jaeger tests establish (closed forms, hand-derived histories). Both run
@@ -57,18 +58,25 @@ def _advance(kernel, batch, delta, ds):
 
 
 def _fast_case_steps(before_fs, before_ist, after_fs, after_ist, delta):
-    """How many steps had the outcomes of the two fast paths, (supersede and cut, slide from the
-    origin). Both start from a slip top without truncation below it. Supersede and cut: a point
-    below the top, then one point popped and one pushed (same length), the new point below
-    strictly inside the old segment below (the cut), partial slip. Slide from the origin: a
-    one-point history that stays one point, gross sliding."""
+    """How many steps had the outcomes of the fast paths, (supersede and cut, slide from the
+    origin, new elastic segment). The first two start from a slip top without truncation below
+    it. Supersede and cut: a point below the top, then one point popped and one pushed (same
+    length), the new point below strictly inside the old segment below (the cut), partial slip.
+    Slide from the origin: a one-point history that stays one point, gross sliding. New elastic
+    segment: a loading step that pushes one elastic segment (length + 1, elastic). Supersede two
+    and cut: from a slip top with at least two points below it, one point fewer, partial slip
+    (this also counts the rarer ties that the general code takes: a lower bound's complement, only
+    used to show the case is common)."""
     slip_top = (before_fs[:, jaeger.F_SLIP] != 0.0) & (before_fs[:, jaeger.F_DLOW] < delta) & (delta > 0)
     len_before, len_after = before_ist[:, S.I_LEN], after_ist[:, S.I_LEN]
     kind = after_fs[:, S.F_KIND]
     cut = (slip_top & (len_before >= 2) & (len_after == len_before) & (kind == S.KIND_PARTIAL_SLIP)
            & (after_fs[:, jaeger.F_DLOW] < before_fs[:, jaeger.F_DLOW]))
     slide = slip_top & (len_before == 1) & (len_after == 1) & (kind == S.KIND_GROSS_SLIDING)
-    return int(cut.sum()), int(slide.sum())
+    elastic = ((delta > before_fs[:, S.F_DELTA]) & (before_fs[:, S.F_DELTA] > 0) & (len_after == len_before + 1)
+               & (kind == S.KIND_ELASTIC) & (after_fs[:, jaeger.F_SLIP] == 0.0))
+    two_deep = slip_top & (len_before >= 3) & (len_after == len_before - 1) & (kind == S.KIND_PARTIAL_SLIP)
+    return int(cut.sum()), int(slide.sum()), int(elastic.sum()), int(two_deep.sum())
 
 
 def _resync(src, dst, n):
@@ -111,23 +119,24 @@ def _assert_same_step(a, b, where):
     assert np.all(np.abs(pa[:, 2:4] - pb[:, 2:4]) <= tol * mu), where
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_fast_path_equals_general_step_on_random_3d_sequences(seed):
+@pytest.mark.parametrize("seed, xi", [(0, 0.0), (1, 0.0), (2, 0.0), (3, 0.1)])
+def test_fast_path_equals_general_step_on_random_3d_sequences(seed, xi):
     """Random walks of the overlap (loading and unloading, sometimes opening) and of the shift in
     3D (steps of up to ~2 kappa mu d(delta), rotating directions, occasional reversals, repeated
     points and purely normal steps; a quarter of the contacts with shifts beyond the whole reach
     kappa mu delta, gross sliding): from the same state, the fast path must leave the general
-    step's state after every step."""
+    step's state after every step. xi > 0: the new elastic segment's fast path must leave the
+    xi-merges to the general code."""
     rng = np.random.default_rng(seed)
     n = 64
-    material = dict(R1=1e-3, R2=1.5e-3, E=70e9, nu=0.25, mu=0.4, xi=0.0)
+    material = dict(R1=1e-3, R2=1.5e-3, E=70e9, nu=0.25, mu=0.4, xi=xi)
     fast = ContactBatch("jaeger", n, energy=False, **material)
     gen = ContactBatch("jaeger", n, energy=False, **material)
     kappa, mu = fast.prm[S.P_KAPPA], fast.prm[S.P_MU]
     delta = rng.uniform(1e-7, 1e-6, n)
     direction = rng.uniform(0.0, 2.0 * math.pi, n)
     sliders = np.arange(n) % 4 == 0
-    cut_steps = slide_steps = total = 0
+    cut_steps = slide_steps = elastic_steps = two_deep_steps = total = 0
     for k in range(400):
         ddelta = delta * rng.normal(0.0, 0.02, n)
         delta_new = delta + ddelta
@@ -152,13 +161,16 @@ def test_fast_path_equals_general_step_on_random_3d_sequences(seed):
         _advance(_advance_fast, fast, delta_new, ds)
         _advance(_advance_general, gen, delta_new, ds)
         _assert_same_step(fast, gen, f"seed {seed} step {k}")
-        cut, slide = _fast_case_steps(before_fs, before_ist, fast.fs, fast.ist, delta_new)
+        cut, slide, elastic, two_deep = _fast_case_steps(before_fs, before_ist, fast.fs, fast.ist, delta_new)
         cut_steps += cut
         slide_steps += slide
+        elastic_steps += elastic
+        two_deep_steps += two_deep
         total += n
         delta = delta_new
     # The comparison only means something if the fast paths' cases were common.
-    print("fast-path cases", cut_steps / total, slide_steps / total)
-    assert cut_steps > 0.2 * total and slide_steps > 0.05 * total, (cut_steps, slide_steps, total)
+    print("fast-path cases", cut_steps / total, slide_steps / total, elastic_steps / total, two_deep_steps / total)
+    assert (cut_steps > 0.2 * total and slide_steps > 0.05 * total and elastic_steps > 0.03 * total
+            and two_deep_steps > 0.02 * total), (cut_steps, slide_steps, elastic_steps, two_deep_steps, total)
     tn = np.hypot(fast.fs[:, S.F_TX], fast.fs[:, S.F_TY])
     assert np.all(tn <= mu * fast.fs[:, S.F_N] * (1.0 + 1e-12))

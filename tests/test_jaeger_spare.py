@@ -191,3 +191,15 @@ def test_large_store_arrays_on_huge_page_boundaries():
         twin.step(delta, ds)
     assert np.array_equal(twin.fs, b.fs)
     check_store(b)
+
+
+def test_negative_start_is_rejected_before_work():
+    """The prefetch walk indexes rows unsigned (c >= start >= 0): a negative start is refused with a
+    clear error, before any contact moves."""
+    batch = ContactBatch("jaeger", 3, **UNITS)
+    before = batch.fs.copy()
+    st = batch.store
+    with pytest.raises(ValueError, match="start"):
+        advance_contacts(JAEGER, batch.prm, batch.fs, batch.ist, np.full(3, 1.0), np.zeros((3, 2)),
+                         st.pts, st.nxt, st.meta, -1)
+    assert np.array_equal(batch.fs, before)
