@@ -42,9 +42,12 @@ from graindem.scenarios.biaxial import prepared_packing, start_test  # noqa: E40
 
 
 def _pair_scratch(sim):
-    """The pair loop's scratch rows (run_steps allocates them; here the caller does)."""
+    """The pair loop's scratch rows and skip flags (run_steps makes them; here the caller does, again
+    after each rebuild)."""
     cap = sim.pi.shape[0]
-    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
+    live = np.empty(cap, dtype=np.uint8)
+    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
+    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64), live
 
 
 def timed_split_run(sim, steps):
@@ -56,14 +59,14 @@ def timed_split_run(sim, steps):
     prm = np.full(K.N_PRM, -1.0)  # scratch record of the force loops
     skin = sim.ctl[K.CTL_SKIN]
     cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
+    sc, act, live = _pair_scratch(sim)
     for _ in range(steps):
         if st.n_free < int(sim.ictl[K.ICTL_NPAIRS]) + 1:
             st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + 1024)
-        sc, act = _pair_scratch(sim)
         t0 = time.process_time()
         ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                            sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act)
+                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
         force_t += time.process_time() - t0
         if not ok:
             raise RuntimeError("diverged")
@@ -74,6 +77,7 @@ def timed_split_run(sim, steps):
         stretch = float(np.max(np.abs(sim.cell[K.CELL_L:K.CELL_L + 3] / sim.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] - 1.0)))
         if 2.0 * np.sqrt(maxd2) + stretch * cutoff > skin:
             sim._rebuild()
+            sc, act, live = _pair_scratch(sim)
         K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
     return force_t, time.process_time() - t_start
 

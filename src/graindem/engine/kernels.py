@@ -650,11 +650,21 @@ def _load_prm(prm, mtab, p, pk, row):
 
 
 @njit(_nrt=False, inline="always")
-def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
-    """frames.frame_update with one square root fewer: the tilt (1 + o.n, o x n) has length
-    |o + n| = sqrt(2 (1 + o.n)) for unit o, n, which both normalises it and projects the spin on the
-    mid normal; the product, unit up to rounding, gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to
-    O(eps^2)), so q keeps unit length as with the full normalisation. Returns the new quaternion."""
+def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt, one_product_fewer):
+    """frames.frame_update in fewer operations, the same rotation in exact arithmetic; returns the
+    new quaternion.
+
+    The tilt from the old normal o to n is t = s (1 + o.n, o x n) with s = 1/|o + n| =
+    1/sqrt(2 (1 + o.n)) for unit o, n: one square root both normalises it and projects the spin on
+    the mid normal. The twirl is r = (cos h, sin h n). With `one_product_fewer` (a compile-time
+    constant) r t is multiplied out, using n.(o x n) = 0 and n x (o x n) = o - (o.n) n, as
+    s (cos h (1 + o.n), cos h (o x n) + sin h (o + n)): the frame update on packing_4000 25 -> 19 ns
+    per contact. The sheared cell's pass forms r t as a quaternion product instead: with the short
+    form there, code numba compiled afresh and code it loaded from its cache rounded differently
+    (strict IEEE arithmetic and all), and a sheared run parted from its restart in a new process
+    after 7500 steps (tests/test_numba_cache_determinism.py, session 4). The new frame (r t) q,
+    unit up to rounding, gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to O(eps^2)), so q keeps
+    unit length as with the full normalisation."""
     w = cq[c, 0]
     x = cq[c, 1]
     y = cq[c, 2]
@@ -668,11 +678,10 @@ def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
         frame_init(cq, c, nx, ny, nz)
         return cq[c, 0], cq[c, 1], cq[c, 2], cq[c, 3]
     s = 1.0 / math.sqrt(2.0 * tw)
-    tx = (oy * nz - oz * ny) * s
-    ty = (oz * nx - ox * nz) * s
-    tz = (ox * ny - oy * nx) * s
-    tw *= s
-    h = 0.5 * (spin_x * (ox + nx) + spin_y * (oy + ny) + spin_z * (oz + nz)) * dt * s
+    px = ox + nx
+    py = oy + ny
+    pz = oz + nz
+    h = 0.5 * (spin_x * px + spin_y * py + spin_z * pz) * dt * s
     h2 = h * h
     if h2 < 1e-6:
         # a DEM step turns a contact by far less than a milliradian: Taylor terms to round-off
@@ -681,7 +690,16 @@ def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt):
     else:
         cw = math.cos(h)
         sw = math.sin(h)
-    aw, ax, ay, az = quat_mul(cw, sw * nx, sw * ny, sw * nz, tw, tx, ty, tz)
+    if one_product_fewer:
+        cs = cw * s
+        ss = sw * s
+        aw = cs * tw
+        ax = cs * (oy * nz - oz * ny) + ss * px
+        ay = cs * (oz * nx - ox * nz) + ss * py
+        az = cs * (ox * ny - oy * nx) + ss * pz
+    else:
+        aw, ax, ay, az = quat_mul(cw, sw * nx, sw * ny, sw * nz, tw * s, (oy * nz - oz * ny) * s,
+                                  (oz * nx - ox * nz) * s, (ox * ny - oy * nx) * s)
     w, x, y, z = quat_mul(aw, ax, ay, az, w, x, y, z)
     g = 1.5 - 0.5 * (w * w + x * x + y * y + z * z)
     w *= g
@@ -716,14 +734,18 @@ def _cell_box(cell):
 
 @njit(_nrt=False, inline="always")
 def _pair_row_kinematics(sheared, law, energy, dt, box, per, pos, vel, omega, radius, prm, mtab, pi, pj, pfs, pist,
-                         pcq, pk, pm, pts, nxt, meta, out, c):
+                         pcq, pk, pm, pts, nxt, meta, out, live, c):
     """Kinematics of pair row c: overlap, normal, frame update and shift increment. box: the
     cell's lengths, strain rates, tilts and shear rates (_cell_box), per: its periodic flags (the
     tuples keep an inlined call under CPython's 30 positional arguments, past which it becomes a
     *args call that numba cannot inline).
 
     Returns (status, nx, ny, nz, delta, vn, dsx, dsy, dist): status 1 touching, 0 not touching
-    (an opening contact has been released), -1 diverged (out[OUT_CI/CJ] set)."""
+    (an opening contact has been released), -1 diverged (out[OUT_CI/CJ] set).
+
+    live[c] != 0 for every row that touches or holds history (refresh_live; kept here): a row that
+    neither touches nor is live is passed over without reading its pfs and pist rows, which are
+    most of the memory the first pass touches for the half of the rows that do not touch."""
     Lx, Ly, Lz, ex, ey, ez, txy, txz, tyz, gxy, gxz, gyz = box
     perx, pery, perz = per
     i = pi[c]
@@ -739,15 +761,20 @@ def _pair_row_kinematics(sheared, law, energy, dt, box, per, pos, vel, omega, ra
     rj = radius[j]
     rs = ri + rj
     d2 = dx * dx + dy * dy + dz * dz
-    was = pfs[c, S.F_DELTA] > 0.0
     if d2 >= rs * rs:
-        if was or pist[c, S.I_HEAD] >= 0:
-            if energy:
-                _load_prm(prm, mtab, pm[c], pk, c)
-                contact_step(law, prm, pfs, pist, c, rs - math.sqrt(d2), 0.0, 0.0, pts, nxt, meta)
-            else:
-                separate(pfs, pist, c, pts, nxt, meta)
+        if live[c] != 0:
+            # the same test as without the flags, so results are unchanged
+            if pfs[c, S.F_DELTA] > 0.0 or pist[c, S.I_HEAD] >= 0:
+                if energy:
+                    _load_prm(prm, mtab, pm[c], pk, c)
+                    contact_step(law, prm, pfs, pist, c, rs - math.sqrt(d2), 0.0, 0.0, pts, nxt, meta)
+                else:
+                    separate(pfs, pist, c, pts, nxt, meta)
+            # with energy on, the law decides what an opening keeps
+            live[c] = 1 if (pfs[c, S.F_DELTA] > 0.0 or pist[c, S.I_HEAD] >= 0) else 0
         return 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    live[c] = 1
+    was = pfs[c, S.F_DELTA] > 0.0
     dist = math.sqrt(d2)
     delta = rs - dist
     if not (delta < pk[c, PK_LIMIT]):
@@ -772,7 +799,7 @@ def _pair_row_kinematics(sheared, law, energy, dt, box, per, pos, vel, omega, ra
     if was:
         qw, qx, qy, qz = _turn_frame(pcq, c, nx, ny, nz,
                                      0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
-                                     0.5 * (omega[i, 2] + omega[j, 2]), dt)
+                                     0.5 * (omega[i, 2] + omega[j, 2]), dt, not sheared)
         dsx, dsy, _ = quat_rotate(qw, -qx, -qy, -qz, (vx - vn * nx) * dt, (vy - vn * ny) * dt,
                                   (vz - vn * nz) * dt)
     else:
@@ -831,7 +858,7 @@ def _pair_row_force(law_step, law, energy, visc, dt, force, torque, radius, prm,
 # in another process parted after a few thousand steps.
 @njit(_nrt=False, inline="always")
 def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, out, sc, act):
+                     pts, nxt, meta, out, sc, act, live):
     """First pass of the two-pass pair loop; returns the number of touching pairs, or -1 on divergence."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
@@ -842,7 +869,7 @@ def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ict
     for c in range(ictl[ICTL_NPAIRS]):
         st, nx, ny, nz, delta, vn, dsx, dsy, dist = _pair_row_kinematics(
             sheared, law, energy, dt, box, per, pos, vel, omega, radius, prm, mtab, pi, pj, pfs, pist, pcq, pk, pm,
-            pts, nxt, meta, out, c)
+            pts, nxt, meta, out, live, c)
         if st == 0:
             continue
         if st < 0:
@@ -862,9 +889,9 @@ def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ict
 
 @njit(_nrt=False)
 def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                                pts, nxt, meta, out, sc, act):
+                                pts, nxt, meta, out, sc, act, live):
     return _pair_kinematics(False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                            pk, pm, pts, nxt, meta, out, sc, act)
+                            pk, pm, pts, nxt, meta, out, sc, act, live)
 
 
 # Strict IEEE arithmetic (fastmath off) for this variant: with graindem's fastmath flags the code numba
@@ -876,9 +903,9 @@ def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, i
 # jaeger step: measured with it off everywhere) and its fresh and cached code have agreed in every check.
 @njit(_nrt=False, fastmath=False)
 def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                             pts, nxt, meta, out, sc, act):
+                             pts, nxt, meta, out, sc, act, live):
     return _pair_kinematics(True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                            pk, pm, pts, nxt, meta, out, sc, act)
+                            pk, pm, pts, nxt, meta, out, sc, act, live)
 
 
 @njit(_nrt=False, inline="always")
@@ -973,24 +1000,25 @@ def _pair_force_pass_jaeger(force, torque, radius, prm, mtab, ctl, ictl, pi, pj,
 
 @njit(_nrt=False)
 def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act):
+                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live):
     """Contact forces of all pairs of the half list; returns False if a contact diverged.
 
     Two passes: the kinematics of every pair (overlap, normal, frame update, shift increment) into
     the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
-    over those, in the pass compiled for the run's law. Each pass's loop body is small enough that
-    the processor overlaps the long dependency chains of consecutive contacts (frame update; law),
-    which one fused loop did not: with the law specialised, a fused pass (kinematics, law, sums per
-    row) was still slower for mindlin (637 against 596 us per step on packing_4000) and jaeger
+    over those, in the pass compiled for the run's law. `live`: refresh_live's flags, kept up to date
+    here (a caller outside run_steps sets them with refresh_live first). Each pass's loop body is
+    small enough that the processor overlaps the long dependency chains of consecutive contacts
+    (frame update; law), which one fused loop did not: with the law specialised, a fused pass
+    (kinematics, law, sums per row) was still slower for mindlin (637 against 596 us per step on packing_4000) and jaeger
     (735 against 706 us), measured interleaved in one process.
     """
     law = ictl[ICTL_LAW]
     if _sheared(cell):
         na = _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                                      pk, pm, pts, nxt, meta, out, sc, act)
+                                      pk, pm, pts, nxt, meta, out, sc, act, live)
     else:
         na = _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
-                                         pcq, pk, pm, pts, nxt, meta, out, sc, act)
+                                         pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
     if na < 0:
         return False
     if law == MINDLIN:
@@ -1071,7 +1099,7 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         vn = vx * nx + vy * ny + vz * nz
         if was:
             qw, qx, qy, qz = _turn_frame(wcq, c, nx, ny, nz, 0.5 * omega[i, 0], 0.5 * omega[i, 1],
-                                         0.5 * omega[i, 2], dt)
+                                         0.5 * omega[i, 2], dt, True)
             dsx, dsy, _ = quat_rotate(qw, -qx, -qy, -qz, (vx - vn * nx) * dt, (vy - vn * ny) * dt,
                                       (vz - vn * nz) * dt)
         else:
@@ -1446,6 +1474,14 @@ def compact_on_schedule(ictl, pist, wist, pts, nxt, meta):
         compact_store(pist, ictl[ICTL_NPAIRS], wist, wist.shape[0], pts, nxt, meta)
 
 
+@njit(_nrt=False)
+def refresh_live(pfs, pist, npairs, live):
+    """live[c] = 1 for the pair rows that touch or hold history, else 0 (pair_forces' skip flags):
+    set from the state at the start of run_steps and after each rebuild, so it never needs saving."""
+    for c in range(npairs):
+        live[c] = 1 if (pfs[c, S.F_DELTA] > 0.0 or pist[c, S.I_HEAD] >= 0) else 0
+
+
 @njit
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
@@ -1469,12 +1505,14 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     nw = ictl[ICTL_NWALLS]
     sc = np.empty((pi.shape[0], N_SC))
     act = np.empty(pi.shape[0], dtype=np.int64)
+    live = np.empty(pi.shape[0], dtype=np.uint8)
+    refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
     for step in range(nsteps):
         if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
             out[OUT_STATUS] = STATUS_STORE_LOW
             return
         ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                         pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act)
+                         pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live)
         if ok and nw > 0:
             ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                              wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
@@ -1523,6 +1561,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
                            pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm) < 0:
                 out[OUT_STATUS] = STATUS_PAIRS_FULL
                 return
+            refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
         compact_on_schedule(ictl, pist, wist, pts, nxt, meta)
 
 
