@@ -264,12 +264,7 @@ def _pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton, c
             cx = ox + h * ci
             cy = oy + h * cj
             cz = oz + h * ck
-            if n_iter > 0:
-                qx, qy, qz = inverse_map(table, eps, ox, oy, oz, inv_h, cx, cy, cz, ux, uy, uz, n_iter, newton)
-            else:
-                qx = cx - ux
-                qy = cy - uy
-                qz = cz - uz
+            qx, qy, qz = inverse_map(table, eps, ox, oy, oz, inv_h, cx, cy, cz, ux, uy, uz, n_iter, newton)
             v = trilinear_at(phi0, ox, oy, oz, h, qx, qy, qz)
             if now > 0:
                 cache[ci, cj, ck] = v
@@ -299,12 +294,7 @@ def pointwise_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton):
     """
     inv_h = 1.0 / h
     ux, uy, uz = displacement_at(table, eps, ox, oy, oz, inv_h, px, py, pz)
-    if n_iter > 0:
-        qx, qy, qz = inverse_map(table, eps, ox, oy, oz, inv_h, px, py, pz, ux, uy, uz, n_iter, newton)
-    else:
-        qx = px - ux
-        qy = py - uy
-        qz = pz - uz
+    qx, qy, qz = inverse_map(table, eps, ox, oy, oz, inv_h, px, py, pz, ux, uy, uz, n_iter, newton)
     value, gx, gy, gz = _plain_phi(phi0, ox, oy, oz, h, qx, qy, qz)
     return value, gx, gy, gz, qx, qy, qz
 
