@@ -45,7 +45,9 @@ from .._jit import njit
 from ..contact import state as S
 from ..contact.frames import contact_point_velocity, frame_init, quat_mul, quat_rotate
 from ..contact import jaeger, linear, md_incremental, mindlin
-from ..contact.laws import JAEGER, LINEAR, MD_INCREMENTAL, MINDLIN, contact_step, separate, tangential_energy
+from ..contact.laws import (JAEGER, LINEAR, MD_INCREMENTAL, MINDLIN, PREFETCH_BELOW, PREFETCH_BELOW2,
+                            PREFETCH_MIN_POINTS, PREFETCH_TOP, _prefetch, contact_step, separate,
+                            tangential_energy)
 from ..contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE, _compact_into, _thread_free, release
 
 # cell
@@ -909,8 +911,45 @@ def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl
 
 
 @njit(_nrt=False, inline="always")
-def _pair_force_pass(law_step, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, acc, sc, act, na):
+def _no_prefetch(act, a, na, pist, pts, nxt, meta):
+    pass
+
+
+@njit(_nrt=False, inline="always")
+def _prefetch_store_ahead(act, a, na, pist, pts, nxt, meta):
+    """jaeger's force pass: hint the history points the touching rows PREFETCH_TOP, _BELOW and
+    _BELOW2 ahead will read (their top, the point below, the one below that) and the free point,
+    as laws._prefetch_ahead does for the batched kernel, and only for a store beyond the L2 cache
+    (PREFETCH_MIN_POINTS). Branch-free past the size test: a row without history (head -1) aims
+    a hint before the array, which never faults, and nxt[-1] is a valid element whose value only
+    feeds a hint. Indices unsigned (a < na): no wraparound arithmetic.
+
+    Session 5, 4096-sphere biaxial test (jaeger, store compacted every 100 steps), this pass
+    against the pass without hints, 200-step chunks interleaved from one state: force kernel
+    x0.89 (0.77-0.95) at the start of the test (245 000-490 000 live points), x0.92 (0.79-1.18)
+    after 10 000 steps (131 000-146 000); whole step x0.90 / x0.93; 1000 spheres x0.94."""
+    if pts.shape[0] < PREFETCH_MIN_POINTS:
+        return
+    last = np.uint64(na - 1)
+    _prefetch(pts, meta[0])
+    _prefetch(nxt, meta[0])
+    h = pist[act[min(np.uint64(a + PREFETCH_TOP), last)], S.I_HEAD]
+    _prefetch(pts, h)
+    _prefetch(nxt, h)
+    h = pist[act[min(np.uint64(a + PREFETCH_BELOW), last)], S.I_HEAD]
+    b = nxt[h] >> 1
+    _prefetch(pts, b)
+    _prefetch(nxt, b)
+    h = pist[act[min(np.uint64(a + PREFETCH_BELOW2), last)], S.I_HEAD]
+    b = nxt[nxt[h] >> 1] >> 1
+    _prefetch(pts, b)
+    _prefetch(nxt, b)
+
+
+# `prefetch_ahead`: _prefetch_store_ahead for jaeger, _no_prefetch (no code at all) for the others.
+@njit(_nrt=False, inline="always")
+def _pair_force_pass(law_step, prefetch_ahead, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq,
+                     pk, pm, pts, nxt, meta, acc, sc, act, na):
     """Second pass of the two-pass pair loop: the law and the sums over the touching rows."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
@@ -929,6 +968,7 @@ def _pair_force_pass(law_step, force, torque, radius, prm, mtab, ctl, ictl, pi, 
     s22 = 0.0
     visc_work = 0.0
     for a in range(na):
+        prefetch_ahead(act, a, na, pist, pts, nxt, meta)
         c = act[a]
         nx = sc[a, SC_NX]
         ny = sc[a, SC_NY]
@@ -973,29 +1013,29 @@ def _store_pair_sums(acc, s00, s01, s02, s10, s11, s12, s20, s21, s22, visc_work
 @njit(_nrt=False)
 def _pair_force_pass_linear(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                             pts, nxt, meta, acc, sc, act, na):
-    _pair_force_pass(_step_linear, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, acc, sc, act, na)
+    _pair_force_pass(_step_linear, _no_prefetch, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
+                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
 
 
 @njit(_nrt=False)
 def _pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                              pts, nxt, meta, acc, sc, act, na):
-    _pair_force_pass(_step_mindlin, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, acc, sc, act, na)
+    _pair_force_pass(_step_mindlin, _no_prefetch, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
+                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
 
 
 @njit(_nrt=False)
 def _pair_force_pass_md_incremental(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                                     pts, nxt, meta, acc, sc, act, na):
-    _pair_force_pass(_step_md_incremental, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, acc, sc, act, na)
+    _pair_force_pass(_step_md_incremental, _no_prefetch, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
+                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
 
 
 @njit(_nrt=False)
 def _pair_force_pass_jaeger(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                             pts, nxt, meta, acc, sc, act, na):
-    _pair_force_pass(_step_jaeger, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, acc, sc, act, na)
+    _pair_force_pass(_step_jaeger, _prefetch_store_ahead, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
+                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
 
 
 @njit(_nrt=False)
