@@ -437,7 +437,7 @@ def test_invalid_shift_is_rejected_before_work():
     row = sc.fs.copy()
     st_ = sc.store
     with pytest.raises(ValueError, match="shift increment"):
-        jaeger.step(sc.prm, sc.fs, sc.ist, 0, 1.0, np.inf, 0.0, st_.pts, st_.nxt, st_.meta)
+        jaeger.step_outlined(sc.prm, sc.fs, sc.ist, 0, 1.0, np.inf, 0.0, st_.pts, st_.nxt, st_.meta)
     np.testing.assert_array_equal(sc.fs, row)
 
 
@@ -710,7 +710,7 @@ def _drive_jaeger(prm, fs, ist, d, ds, pts, nxt, meta, T_out, N_out, len_sum):
     n, m = d.shape
     for k in range(m):
         for c in range(n):
-            jaeger.step(prm, fs, ist, c, d[c, k], ds[c, k, 0], ds[c, k, 1], pts, nxt, meta)
+            jaeger.step_outlined(prm, fs, ist, c, d[c, k], ds[c, k, 0], ds[c, k, 1], pts, nxt, meta)
             T_out[c, k, 0] = fs[c, S.F_TX]
             T_out[c, k, 1] = fs[c, S.F_TY]
             N_out[c, k] = fs[c, S.F_N]

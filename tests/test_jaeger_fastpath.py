@@ -31,7 +31,7 @@ def _advance_fast(prm, fs, ist, delta, ds, pts, nxt, meta, start):
         if meta[0] < 0:
             return c
         if delta[c] > 0.0:
-            jaeger.step(prm, fs, ist, c, delta[c], ds[c, 0], ds[c, 1], pts, nxt, meta)
+            jaeger.step_outlined(prm, fs, ist, c, delta[c], ds[c, 0], ds[c, 1], pts, nxt, meta)
         else:
             separate(fs, ist, c, pts, nxt, meta)
     return delta.shape[0]

@@ -600,6 +600,16 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, True)
 
 
+@njit(_nrt=False)
+def step_outlined(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
+    """`step` as a function of its own, for the callers off the hot path (energy accounting in
+    laws.contact_step, the engine's wall contacts). numba's inline pass re-reads `step` and every
+    helper at each call site it inlines them into: ~25-50 s of compilation per site (session 6,
+    numba event timings), against a call that costs ~15 ns. This copy is compiled once and cached;
+    the `_opaque` pins keep its results bit for bit those of the inlined copies."""
+    step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+
+
 @njit(_nrt=False, inline="always")
 def _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, fast_path):
     """`step`; with fast_path False (tests only) always through the general code."""

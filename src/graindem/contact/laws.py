@@ -89,7 +89,7 @@ def contact_step(law, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
         if not (delta > 0.0) or not math.isfinite(delta):
             separate(fs, ist, c, pts, nxt, meta)
         elif law == JAEGER:
-            jaeger.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+            jaeger.step_outlined(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
         elif law == MINDLIN:
             mindlin.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
         elif law == MD_INCREMENTAL:
@@ -144,7 +144,7 @@ def contact_step(law, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
             w, d, ok = energy.gross_sliding_integrals(prm, d0, delta, fs[c, jaeger.F_SX], fs[c, jaeger.F_SY],
                                                       wx, wy)
             if ok:
-                jaeger.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+                jaeger.step_outlined(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
                 fs[c, S.F_WORK] += w
                 fs[c, S.F_DISS] += d
                 return
@@ -154,7 +154,7 @@ def contact_step(law, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
                 tmx, tmy, qm = energy.jaeger_midpoint(prm, fs, ist, c, pts, nxt, d0, delta, wx, wy)
             else:
                 w, d = energy.jaeger_movement_integrals(prm, fs, ist, c, pts, nxt, d0, delta, wx, wy)
-        jaeger.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+        jaeger.step_outlined(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
         elastic = fs[c, S.F_KIND] == S.KIND_ELASTIC
         if elastic and (dd > 0.0 or dlow0 <= delta < d0):
             # a normal advance inside the cone, or a retrace of the top segment

@@ -639,6 +639,16 @@ def _step_jaeger(law, energy, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
         jaeger.step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
 
 
+# Walls: few contacts, so jaeger's is called rather than inlined (each inlined copy of jaeger.step
+# costs ~25-50 s of compilation; the call ~15 ns).
+@njit(_nrt=False, inline="always")
+def _step_jaeger_outlined(law, energy, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
+    if energy or not (delta > 0.0):
+        contact_step(law, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+    else:
+        jaeger.step_outlined(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+
+
 @njit(_nrt=False, inline="always")
 def _load_prm(prm, mtab, p, pk, row):
     """The row's pair record into prm: the material pair's record (only when it changes from the
@@ -1216,7 +1226,7 @@ def _wall_pass_md_incremental(pos, vel, omega, force, torque, radius, prm, mtab,
 @njit(_nrt=False)
 def _wall_pass_jaeger(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
-    return _wall_pass(_step_jaeger, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
+    return _wall_pass(_step_jaeger_outlined, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
