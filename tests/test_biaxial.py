@@ -12,7 +12,6 @@ import pytest
 
 from graindem.cli import main
 from graindem.contact import state as S
-from graindem.contact.store import link_next
 from graindem.engine import checkpoint
 from graindem.engine.cli import restart, run_scenario
 from graindem.io.scenario import validate_scenario
@@ -29,17 +28,8 @@ CONFIG = {
 
 
 def _histories(sim):
-    """Each live contact's history points, bottom-up, as a tuple of rows (independent of indices)."""
-    m = int(sim.ictl[9])
-    out = []
-    for c in range(m):
-        pts = []
-        i = int(sim.pist[c, S.I_HEAD])
-        while i >= 0:
-            pts.append(tuple(sim.store.pts[i]) + (int(sim.store.nxt[i]) & 1,))
-            i = int(link_next(sim.store.nxt, i))
-        out.append(tuple(reversed(pts)))
-    return out
+    """Each live contact's history points, bottom-up (independent of point indices)."""
+    return [sim.store.points(sim.pist[c, S.I_HEAD]) for c in range(int(sim.ictl[9]))]
 
 
 @pytest.fixture(scope="module")

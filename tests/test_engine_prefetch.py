@@ -10,7 +10,6 @@ import numpy as np
 
 from graindem.contact import state as S
 from graindem.contact.laws import PREFETCH_MIN_POINTS, PREFETCH_TOP
-from graindem.contact.store import link_next
 from graindem.engine import kernels as K
 from graindem.engine.simulation import Simulation
 
@@ -20,15 +19,7 @@ RI, RJ = 1.0e-3, 0.6e-3
 
 def _histories(sim, m):
     """Each row's history points, bottom-up, with their slip flags (independent of point indices)."""
-    out = []
-    for c in range(m):
-        pts = []
-        i = int(sim.pist[c, S.I_HEAD])
-        while i >= 0:
-            pts.append(tuple(sim.store.pts[i]) + (int(sim.store.nxt[i]) & 1,))
-            i = int(link_next(sim.store.nxt, i))
-        out.append(tuple(reversed(pts)))
-    return out
+    return [sim.store.points(sim.pist[c, S.I_HEAD]) for c in range(m)]
 
 
 def _pairs_sim(big_store):

@@ -76,7 +76,7 @@ from numba.extending import intrinsic
 
 from .._jit import njit
 from . import state as S
-from .jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SLIP, F_SX, F_SY
+from .jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SLIP, F_SX, F_SY, _lower_end_test
 from .store import PT_DELTA, PT_N, PT_PX, PT_PY
 
 
@@ -259,13 +259,7 @@ def jaeger_probe(prm, fs, ist, c, pts, nxt, delta, dsx, dsy):
             wy = tgt_y - sly
             w2 = wx * wx + wy * wy
             reach_low = kappa * mu * (delta - dl)
-            if 1e-150 < reach_low < 1e150:
-                superseded = (reach_low + eta) * (reach_low + eta) < w2
-                cut_below = superseded or reach_low <= eta or (reach_low - eta) * (reach_low - eta) <= w2
-            else:
-                h_low = reach_low - math.sqrt(w2)
-                superseded = h_low < -eta
-                cut_below = h_low <= eta
+            superseded, cut_below = _lower_end_test(reach_low, eta, w2)
             if cut_below:
                 # superseded segment (h_low < -eta) or a cut at its lower end (tie): drop it
                 sx = slx

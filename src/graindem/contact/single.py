@@ -10,18 +10,12 @@ import math
 
 import numpy as np
 
-from .._jit import njit
 from . import state as S
 from .hertz import contact_params
 from .energy import normal_energy
 from .laws import HISTORY_LAWS, contact_step, law_id, tangential_energy
 from .traction import tractions
-from .store import PT_DELTA, PT_N, PT_PX, PT_PY, HistoryStore, link_next, link_slip
-
-
-@njit
-def _single_step(law, prm, fs, ist, delta, dsx, dsy, pts, nxt, meta):
-    contact_step(law, prm, fs, ist, 0, delta, dsx, dsy, pts, nxt, meta)
+from .store import PT_DELTA, PT_N, PT_PX, PT_PY, HistoryStore, link_slip
 
 
 class SingleContact:
@@ -56,14 +50,14 @@ class SingleContact:
         self.s_prev = shift.copy()
         self.store.ensure_free(1)
         st = self.store
-        _single_step(self.law, self.prm, self.fs, self.ist, overlap, ds[0], ds[1], st.pts, st.nxt, st.meta)
+        contact_step(self.law, self.prm, self.fs, self.ist, 0, overlap, ds[0], ds[1], st.pts, st.nxt, st.meta)
         return float(self.fs[0, S.F_N]), self.fs[0, S.F_TX:S.F_TY + 1].copy()
 
     def separate(self):
         """Open the contact now (the same as a step to overlap 0, keeping the shift); energy still
         stored is counted as dissipated, as in any opening step."""
         st = self.store
-        _single_step(self.law, self.prm, self.fs, self.ist, 0.0, 0.0, 0.0, st.pts, st.nxt, st.meta)
+        contact_step(self.law, self.prm, self.fs, self.ist, 0, 0.0, 0.0, 0.0, st.pts, st.nxt, st.meta)
 
     @property
     def N(self):
@@ -127,12 +121,7 @@ class SingleContact:
         if self.law_name not in HISTORY_LAWS:
             raise ValueError(f"history() is defined for the laws {HISTORY_LAWS}, not {self.law_name!r}")
         st = self.store
-        idx = []
-        i = int(self.ist[0, S.I_HEAD])
-        while i >= 0:
-            idx.append(i)
-            i = int(link_next(st.nxt, i))
-        idx.reverse()
+        idx = st.chain(self.ist[0, S.I_HEAD])
         k = len(idx)
         delta = np.array([st.pts[i, PT_DELTA] for i in idx])
         N = np.array([st.pts[i, PT_N] for i in idx])

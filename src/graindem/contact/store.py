@@ -270,6 +270,21 @@ class HistoryStore:
         lengths = ist[:, I_LEN]
         return lengths if active is None else lengths[active]
 
+    def chain(self, head):
+        """Indices of the points of the history whose top point is `head`, bottom-up ([] for -1)."""
+        idx = []
+        i = int(head)
+        while i >= 0:
+            idx.append(i)
+            i = int(link_next(self.nxt, i))
+        idx.reverse()
+        return idx
+
+    def points(self, head):
+        """The history whose top point is `head`, bottom-up, as a tuple of
+        (delta, N, px, py, slip) rows: comparable between runs whatever the points' indices."""
+        return tuple((*(float(v) for v in self.pts[i]), bool(link_slip(self.nxt, i))) for i in self.chain(head))
+
     def state_arrays(self):
         """The arrays that define the store, for checkpoints."""
         return {"pts": self.pts, "nxt": self.nxt, "meta": self.meta}
