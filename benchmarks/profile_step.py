@@ -5,9 +5,10 @@
 The production kernel runs all of a step inside one njit call; here Python calls the parts one by
 one on the real state (the trajectory is the production one), and times per step:
 neighbour rebuilds, the history store's compaction (kernels.compact_on_schedule), walls, servo,
-the fused particle pass, and the pair loop split by extra
-read-only passes over the same pairs: geometry only; geometry + frame update (on a scratch copy
-of the frames); geometry + frame + force accumulation without the law (scratch force arrays).
+the fused particle pass, and the pair loop split by extra read-only passes over the same pairs: the
+branch-free row selection alone (kernels._select_rows, the start of the pair loop); geometry only;
+geometry + frame update (on a scratch copy of the frames); geometry + frame + force accumulation
+without the law (scratch force arrays).
 law = full pair loop - (geometry + frame + accumulation). Differences of separately timed loops
 are estimates (shared cache misses are counted in the first pass that makes them); CPU time.
 """
@@ -48,12 +49,7 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
         dx = pos[j, 0] - pos[i, 0]
         dy = pos[j, 1] - pos[i, 1]
         dz = pos[j, 2] - pos[i, 2]
-        if perx:
-            dx -= Lx * math.floor(dx / Lx + 0.5)
-        if pery:
-            dy -= Ly * math.floor(dy / Ly + 0.5)
-        if perz:
-            dz -= Lz * math.floor(dz / Lz + 0.5)
+        dx, dy, dz = K._min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
         ri = radius[i]
         rj = radius[j]
         rs = ri + rj
@@ -106,6 +102,13 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
     return total
 
 
+@njit(_nrt=False)
+def pass_select(pos, radius, cell, ictl, pi, pj, live, act, sc):
+    """The pair pass's branch-free row selection alone (kernels._select_rows) on scratch act, sc."""
+    per = (ictl[K.ICTL_PERIODIC] != 0, ictl[K.ICTL_PERIODIC + 1] != 0, ictl[K.ICTL_PERIODIC + 2] != 0)
+    return K._select_rows(False, K._cell_box(cell), per, pos, radius, pi, pj, live, ictl[K.ICTL_NPAIRS], act, sc)
+
+
 def _pair_scratch(sim):
     """The pair loop's scratch rows and skip flags (made again after each rebuild, as run_steps does)."""
     cap = sim.pi.shape[0]
@@ -121,7 +124,7 @@ def profile(sim, steps):
     nw = sim.walls.shape[0]
     skin = sim.ctl[K.CTL_SKIN]
     cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
-    t = dict.fromkeys(["geometry", "geometry_frame", "geometry_frame_accumulate", "pair_loop", "walls", "servo",
+    t = dict.fromkeys(["select", "geometry", "geometry_frame", "geometry_frame_accumulate", "pair_loop", "walls", "servo",
                        "particle_pass", "rebuild", "compact", "measure"], 0.0)
     f2 = np.zeros_like(sim.force)
     t2 = np.zeros_like(sim.torque)
@@ -133,8 +136,14 @@ def profile(sim, steps):
                       sim.pfs)
     rebuilds = 0
     sc, act, live = _pair_scratch(sim)
+    sc2, act2 = sc.copy(), act.copy()
+    pass_select(sim.pos, sim.radius, sim.cell, sim.ictl, sim.pi, sim.pj, live, act2, sc2)
+    nselect = 0
     for step in range(steps):
         st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + sim.n * nw + 1024)
+        t0 = pc()
+        nselect = pass_select(sim.pos, sim.radius, sim.cell, sim.ictl, sim.pi, sim.pj, live, act2, sc2)
+        t["select"] += pc() - t0
         for mode, key in enumerate(("geometry", "geometry_frame", "geometry_frame_accumulate")):
             q2[:] = sim.pcq
             t0 = pc()
@@ -172,6 +181,7 @@ def profile(sim, steps):
             sim._rebuild()
             t["rebuild"] += pc() - t0
             sc, act, live = _pair_scratch(sim)
+            sc2, act2 = sc.copy(), act.copy()
             rebuilds += 1
         t0 = pc()
         K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
@@ -187,6 +197,9 @@ def profile(sim, steps):
     split = {
         "neighbour_rebuild_us_per_step": per_step_us["rebuild"],
         "store_compaction_us_per_step": per_step_us["compact"],
+        "pair_select_us_per_step": per_step_us["select"],
+        "pair_rows": int(sim.ictl[K.ICTL_NPAIRS]),
+        "pair_rows_selected": int(nselect),
         "pair_geometry_ns_per_contact": 1e9 * t["geometry"] / steps / ncont,
         "pair_frame_update_ns_per_contact": 1e9 * (t["geometry_frame"] - t["geometry"]) / steps / ncont,
         "pair_accumulate_ns_per_contact": 1e9 * (t["geometry_frame_accumulate"] - t["geometry_frame"]) / steps / ncont,

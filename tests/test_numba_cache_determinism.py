@@ -5,8 +5,9 @@ interrupted run may have compiled them itself. Session 2 met a build of the pair
 variants in one function) whose fresh and cached machine code rounded differently, so a run and its
 restart parted after a few thousand steps, although every in-process restart test passed. Here a
 child process compiles into an empty cache directory and a second child loads from it; both run the
-same mixed sequence (servo compression with jaeger histories, then a sheared cell) and print state
-hashes along the way, which must agree exactly.
+same mixed sequence (servo compression with jaeger histories, then a sheared cell, then spheres
+sliding on walls) and print state hashes along the way, which must agree exactly. Session 6 found
+the wall passes' fresh and cached code rounding apart (hence their fastmath off, kernels.py).
 """
 
 import os
@@ -47,6 +48,33 @@ SCRIPT = textwrap.dedent("""
     for _ in range(2):
         sim.run(1500)
         print("shear", sim.step_count, digest())
+
+    # Walls (their passes are compiled apart from the pair passes): a layer of spinning, sliding
+    # spheres squeezed between a floor and a lid and against side walls, in contact from the start.
+    r0 = 1.5e-4
+    m = 6
+    L = 2 * r0 * m * 0.999
+    xy = (np.arange(m) * 2 * r0 * 0.999 + r0 * 0.999)
+    X, Y = np.meshgrid(xy, xy)
+    pos = np.column_stack([X.ravel(), Y.ravel(), np.full(m * m, r0 * 0.999)])
+    rad = r0 * (1 + 0.01 * rng.uniform(-1, 1, m * m))
+    walled = Simulation(law="jaeger", E=70e9, nu=0.25, mu=0.3, density=2650.0, restitution=0.5,
+                        local_damping=0.3, gravity=(0, 0, -9.81), reference_overlap=1e-7)
+    walled.set_box((0, 0, 0), (L, L, 4 * r0))
+    walled.add_wall((0, 0, 0), (0, 0, 1))
+    walled.add_wall((0, 0, 2 * r0 * 0.998), (0, 0, -1))
+    for k in range(2):
+        walled.add_wall((0, 0, 0), np.eye(3)[k])
+        walled.add_wall((L, L, 0), -np.eye(3)[k])
+    walled.add_particles(pos, rad, velocities=rng.normal(0, 0.05, (m * m, 3)) * (1, 1, 0),
+                         angular_velocities=rng.normal(0, 2000.0, (m * m, 3)))
+    walled.setup()
+    for _ in range(2):
+        walled.run(1500)
+        h = hashlib.sha1()
+        for a in (walled.pos, walled.vel, walled.omega, walled.pfs, walled.wfs):
+            h.update(np.ascontiguousarray(a).tobytes())
+        print("walls", walled.step_count, walled.measure()["n_wall_contacts"], h.hexdigest()[:16])
 """)
 
 
@@ -64,5 +92,8 @@ def test_fresh_compile_and_cached_kernels_give_identical_runs(tmp_path):
     fresh = _run(tmp_path)          # compiles everything into the empty directory
     assert any(tmp_path.rglob("*.nbi")), "the first run should have filled the numba cache"
     cached = _run(tmp_path)         # loads the same kernels from the cache
-    assert len([line for line in fresh if line]) == 5
+    lines = [line for line in fresh if line]
+    assert len(lines) == 7
+    # the walled stage must keep wall contacts (else it tests no wall pass)
+    assert all(int(line.split()[2]) > 0 for line in lines if line.startswith("walls"))
     assert fresh == cached

@@ -745,19 +745,8 @@ def _cell_box(cell):
 
 
 @njit(_nrt=False, inline="always")
-def _pair_row_kinematics(sheared, law, energy, dt, box, per, pos, vel, omega, radius, prm, mtab, pi, pj, pfs, pist,
-                         pcq, pk, pm, pts, nxt, meta, out, live, c):
-    """Kinematics of pair row c: overlap, normal, frame update and shift increment. box: the
-    cell's lengths, strain rates, tilts and shear rates (_cell_box), per: its periodic flags (the
-    tuples keep an inlined call under CPython's 30 positional arguments, past which it becomes a
-    *args call that numba cannot inline).
-
-    Returns (status, nx, ny, nz, delta, vn, dsx, dsy, dist): status 1 touching, 0 not touching
-    (an opening contact has been released), -1 diverged (out[OUT_CI/CJ] set).
-
-    live[c] != 0 for every row that touches or holds history (refresh_live; kept here): a row that
-    neither touches nor is live is passed over without reading its pfs and pist rows, which are
-    most of the memory the first pass touches for the half of the rows that do not touch."""
+def _pair_branch(sheared, box, per, pos, pi, pj, c):
+    """The minimum image of x_j - x_i of pair row c."""
     Lx, Ly, Lz, ex, ey, ez, txy, txz, tyz, gxy, gxz, gyz = box
     perx, pery, perz = per
     i = pi[c]
@@ -766,9 +755,27 @@ def _pair_row_kinematics(sheared, law, energy, dt, box, per, pos, vel, omega, ra
     dy = pos[j, 1] - pos[i, 1]
     dz = pos[j, 2] - pos[i, 2]
     if sheared:
-        dx, dy, dz = _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
-    else:
-        dx, dy, dz = _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
+        return _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
+    return _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
+
+
+@njit(_nrt=False, inline="always")
+def _pair_row_kinematics(sheared, law, energy, dt, box, dx, dy, dz, vel, omega, radius, prm, mtab, pi, pj, pfs, pist,
+                         pcq, pk, pm, pts, nxt, meta, out, live, c):
+    """Kinematics of pair row c, given its branch vector (dx, dy, dz) (_pair_branch): overlap,
+    normal, frame update and shift increment. box: the cell's lengths, strain rates, tilts and
+    shear rates (_cell_box; the tuple keeps an inlined call under CPython's 30 positional
+    arguments, past which it becomes a *args call that numba cannot inline).
+
+    Returns (status, nx, ny, nz, delta, vn, dsx, dsy, dist): status 1 touching, 0 not touching
+    (an opening contact has been released), -1 diverged (out[OUT_CI/CJ] set).
+
+    live[c] != 0 for every row that touches or holds history (refresh_live; kept here): a row that
+    neither touches nor is live is passed over without reading its pfs and pist rows, which are
+    most of the memory the first pass touches for the half of the rows that do not touch."""
+    Lx, Ly, Lz, ex, ey, ez, txy, txz, tyz, gxy, gxz, gyz = box
+    i = pi[c]
+    j = pj[c]
     ri = radius[i]
     rj = radius[j]
     rs = ri + rj
@@ -863,24 +870,74 @@ def _pair_row_force(law_step, law, energy, visc, dt, force, torque, radius, prm,
     return fx, fy, fz, visc_work
 
 
+# relative margin on the squared contact distance of _select_rows (rounding differences are ~1e-16)
+SELECT_MARGIN = 1.0 + 1e-9
+
+
+@njit(_nrt=False, inline="always")
+def _select_rows(sheared, box, per, pos, radius, pi, pj, live, npairs, act, sc):
+    """The rows the kinematics must visit (those that may touch, or are live) into act[0:k], with
+    their branch vectors in sc[0:k, SC_NX:SC_NZ + 1] (read there rather than computed again);
+    returns k.
+
+    Branch-free: whether a row of the neighbour list touches is a coin toss (packing_4000: 6100
+    of 13 600 rows), so the test as a branch mispredicted on every other row, ~35 cycles each: a
+    scan over the rows with the branch 195 us, without it (this loop) 57 us. Each row's index is
+    written and the count advances by the test. The margin makes the selection a superset of the
+    rows _pair_row_kinematics finds touching whatever the rounding of d2 here (its own test, the
+    same as before, decides): the physics is unchanged bit for bit (checked over 1100 steps against
+    session 5's pass). Session 6, packing_4000, against session 5's code, 11 chunks of 100 steps
+    interleaved from one state, median (range): pair loop mindlin x0.92 (0.84-1.02), jaeger x0.94
+    (0.89-1.02); whole step x0.95 / x0.96 with the wall passes' fastmath off (walls x1.12 / x1.03).
+    Tried for the wall candidates too (a third do not touch): walls x1.04 (0.80-1.20), not kept."""
+    k = 0
+    for c in range(npairs):
+        dx, dy, dz = _pair_branch(sheared, box, per, pos, pi, pj, c)
+        rs = radius[pi[c]] + radius[pj[c]]
+        act[k] = c
+        sc[k, SC_NX] = dx
+        sc[k, SC_NY] = dy
+        sc[k, SC_NZ] = dz
+        k += (dx * dx + dy * dy + dz * dz < rs * rs * SELECT_MARGIN) | (live[c] != 0)
+    return k
+
+
 # Compiled twice, once per cell kind, each wrapper inlining the body once with `sheared` a constant:
 # the orthogonal cell's loop then has no trace of the shear terms (a run-time flag in the one loop
 # cost 5-7 % of the pass). Not both inlined into pair_forces: that build computed different
 # rounding when compiled afresh and when loaded from numba's cache, so a run and its restart
 # in another process parted after a few thousand steps.
 @njit(_nrt=False, inline="always")
-def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                     pts, nxt, meta, out, sc, act, live):
-    """First pass of the two-pass pair loop; returns the number of touching pairs, or -1 on divergence."""
+def _pair_kinematics(sheared, select, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                     pk, pm, pts, nxt, meta, out, sc, act, live):
+    """First pass of the two-pass pair loop; returns the number of touching pairs, or -1 on divergence.
+
+    `select` (a compile-time constant): visit only the rows _select_rows lists (the engine), else
+    every row (the reference of tests/test_engine_fused_select.py: the same results bit for bit).
+    The touching rows are written over the front of the selected list (never ahead of the read)."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
     box = _cell_box(cell)
     per = (ictl[ICTL_PERIODIC] != 0, ictl[ICTL_PERIODIC + 1] != 0, ictl[ICTL_PERIODIC + 2] != 0)
+    npairs = ictl[ICTL_NPAIRS]
+    if select:
+        nvisit = _select_rows(sheared, box, per, pos, radius, pi, pj, live, npairs, act, sc)
+    else:
+        nvisit = npairs
     na = 0
-    for c in range(ictl[ICTL_NPAIRS]):
+    for k in range(nvisit):
+        if select:
+            # read before sc[na] (na <= k) is written below
+            c = act[k]
+            dx = sc[k, SC_NX]
+            dy = sc[k, SC_NY]
+            dz = sc[k, SC_NZ]
+        else:
+            c = k
+            dx, dy, dz = _pair_branch(sheared, box, per, pos, pi, pj, c)
         st, nx, ny, nz, delta, vn, dsx, dsy, dist = _pair_row_kinematics(
-            sheared, law, energy, dt, box, per, pos, vel, omega, radius, prm, mtab, pi, pj, pfs, pist, pcq, pk, pm,
+            sheared, law, energy, dt, box, dx, dy, dz, vel, omega, radius, prm, mtab, pi, pj, pfs, pist, pcq, pk, pm,
             pts, nxt, meta, out, live, c)
         if st == 0:
             continue
@@ -902,8 +959,8 @@ def _pair_kinematics(sheared, pos, vel, omega, radius, prm, mtab, cell, ctl, ict
 @njit(_nrt=False)
 def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                                 pts, nxt, meta, out, sc, act, live):
-    return _pair_kinematics(False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                            pk, pm, pts, nxt, meta, out, sc, act, live)
+    return _pair_kinematics(False, True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
+                            pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
 
 
 # Strict IEEE arithmetic (fastmath off) for this variant: with graindem's fastmath flags the code numba
@@ -916,8 +973,8 @@ def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, i
 @njit(_nrt=False, fastmath=False)
 def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                              pts, nxt, meta, out, sc, act, live):
-    return _pair_kinematics(True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                            pk, pm, pts, nxt, meta, out, sc, act, live)
+    return _pair_kinematics(True, True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
+                            pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
 
 
 @njit(_nrt=False, inline="always")
@@ -1053,14 +1110,17 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
                 pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live):
     """Contact forces of all pairs of the half list; returns False if a contact diverged.
 
-    Two passes: the kinematics of every pair (overlap, normal, frame update, shift increment) into
+    Two passes: the kinematics of every pair that may touch or holds state (picked first by a
+    branch-free selection, _select_rows) (overlap, normal, frame update, shift increment) into
     the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
     over those, in the pass compiled for the run's law. `live`: refresh_live's flags, kept up to date
     here (a caller outside run_steps sets them with refresh_live first). Each pass's loop body is
     small enough that the processor overlaps the long dependency chains of consecutive contacts
     (frame update; law), which one fused loop did not: with the law specialised, a fused pass
     (kinematics, law, sums per row) was still slower for mindlin (637 against 596 us per step on packing_4000) and jaeger
-    (735 against 706 us), measured interleaved in one process.
+    (735 against 706 us), measured interleaved in one process; session 6, again for mindlin in the
+    orthogonal cell (kinematics, law and sums in one loop without sc and act): x1.05 (1.02-1.16)
+    against this layout, bit for bit the same results, not kept.
     """
     law = ictl[ICTL_LAW]
     if _sheared(cell):
@@ -1202,28 +1262,34 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
     return True
 
 
-@njit(_nrt=False)
+# Strict IEEE arithmetic (fastmath off) for the wall passes, as for _pair_kinematics_sheared: with
+# graindem's fastmath flags the code numba ran after compiling a wall pass afresh and the code it
+# loaded from its cache rounded differently (session 6: packing_4000 with its five walls, mindlin and
+# jaeger, state hashes after each kernel of a split step: pair passes equal, the wall pass's output
+# parted at step 2 (last bits of wfs, ~1e-18 N), so a walled run and its restart in a new process
+# parted; the product form of the frame update did not help, fastmath off did (40 steps equal).
+@njit(_nrt=False, fastmath=False)
 def _wall_pass_linear(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_linear, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
-@njit(_nrt=False)
+@njit(_nrt=False, fastmath=False)
 def _wall_pass_mindlin(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                        wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_mindlin, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
-@njit(_nrt=False)
+@njit(_nrt=False, fastmath=False)
 def _wall_pass_md_incremental(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                               wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_md_incremental, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
-@njit(_nrt=False)
+@njit(_nrt=False, fastmath=False)
 def _wall_pass_jaeger(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_jaeger_outlined, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,

@@ -1,0 +1,140 @@
+"""The pair pass's branch-free row selection (kernels._select_rows, session 6).
+
+The kinematics visit only the rows the selection lists; the rows found touching must be exactly
+those whose spheres overlap, and the run must be bit for bit the one the plain scan over every
+row gives (the selection only skips rows that neither touch nor hold state).
+
+References: the touching set from the positions by numpy (|x_j - x_i| < r_i + r_j), and the
+engine's own pass compiled without the selection (select=False), which visits every row.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from graindem._jit import njit
+from graindem.contact import state as S
+from graindem.engine import kernels as K
+from graindem.engine.simulation import Simulation
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "packing_4000.csv"
+E, NU, RHO, MU, DT = 70e9, 0.25, 2500.0, 0.5, 1e-7
+BOX = 0.03
+
+
+@njit(_nrt=False)
+def _pair_forces_full_scan(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
+                           pk, pm, pts, nxt, meta, acc, out, sc, act, live):
+    na = K._pair_kinematics(False, False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
+                            pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
+    if na < 0:
+        return False
+    K._pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
+                               pts, nxt, meta, acc, sc, act, na)
+    return True
+
+
+def _bottom_layer(n=700, seed=3):
+    """The n lowest spheres of the settled packing, in the walled box, shaken by random velocities
+    so that contacts open and close during the test."""
+    if DATA.exists():
+        a = np.loadtxt(DATA, delimiter=",", skiprows=1)
+        a = a[np.argsort(a[:, 2])[:n]]
+        pos, r = a[:, :3].copy(), a[:, 3].copy()
+    else:  # a loose lattice with overlaps, if the shared data is not there
+        rng = np.random.default_rng(seed)
+        m = int(math.ceil(n ** (1 / 3)))
+        g = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), -1).reshape(-1, 3)[:n]
+        r = np.full(n, 0.5e-3)
+        pos = 1.0e-3 + g * 0.999e-3 + rng.normal(0, 2e-6, (n, 3))
+    rng = np.random.default_rng(seed)
+    sim = Simulation(law="mindlin", E=E, nu=NU, mu=MU, density=RHO, restitution=0.5, gravity=(0, 0, -9.81), dt=DT)
+    sim.set_box((0, 0, 0), (BOX, BOX, float((pos[:, 2] + r).max()) + 0.005))
+    for p, nrm in (((0, 0, 0), (1, 0, 0)), ((BOX, 0, 0), (-1, 0, 0)), ((0, 0, 0), (0, 1, 0)),
+                   ((0, BOX, 0), (0, -1, 0)), ((0, 0, 0), (0, 0, 1))):
+        sim.add_wall(p, nrm)
+    sim.add_particles(pos, r, velocities=rng.normal(0.0, 0.05, (n, 3)),
+                      angular_velocities=rng.normal(0.0, 50.0, (n, 3)))
+    sim.setup()
+    return sim
+
+
+def _scratch(sim):
+    cap = sim.pi.shape[0]
+    live = np.empty(cap, dtype=np.uint8)
+    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
+    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64), live
+
+
+def _touching_rows(sim):
+    npairs = int(sim.ictl[K.ICTL_NPAIRS])
+    i, j = sim.pi[:npairs], sim.pj[:npairs]
+    d2 = ((sim.pos[j] - sim.pos[i]) ** 2).sum(1)
+    rs2 = (sim.radius[i] + sim.radius[j]) ** 2
+    return d2, rs2
+
+
+def _step(sim, pair_fn, scratch, check=None):
+    """One engine step split as run_steps does it, with the given pair pass; check(sim, act) runs
+    right after the pair pass."""
+    prm, sc, act, live = scratch
+    st = sim.store
+    st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + sim.n * sim.walls.shape[0] + 1024)
+    ok = pair_fn(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell, sim.ctl,
+                 sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts, st.nxt, st.meta,
+                 sim.acc, sim.out, sc, act, live)
+    assert ok
+    if check is not None:
+        check(sim, act)
+    assert K.wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
+                         sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
+                         st.meta, sim.acc, sim.out)
+    K.servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
+    maxd2 = K.advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass, sim.inertia,
+                                sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
+    assert maxd2 >= 0.0
+    sim.ictl[K.ICTL_STEP] += 1
+    if 2.0 * math.sqrt(maxd2) > sim.ctl[K.CTL_SKIN]:
+        sim._rebuild()
+        scratch[:] = _scratch(sim)
+    K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
+
+
+def test_touching_rows_are_exactly_the_overlapping_pairs():
+    sim = _bottom_layer()
+    scratch = list(_scratch(sim))
+    seen = []
+
+    def check(sim, act):
+        # after the pass the touching rows are listed in act[0:na] in row order, and hold F_DELTA > 0
+        npairs = int(sim.ictl[K.ICTL_NPAIRS])
+        expect = np.flatnonzero(before[0] < before[1])
+        np.testing.assert_array_equal(np.flatnonzero(sim.pfs[:npairs, S.F_DELTA] > 0.0), expect)
+        np.testing.assert_array_equal(act[:expect.size], expect)
+        seen.append(expect.size)
+
+    for _ in range(40):
+        before = _touching_rows(sim)
+        # no pair here sits within rounding of touching, so the numpy set compares exactly
+        assert np.min(np.abs(before[0] / before[1] - 1.0)) > 1e-12
+        _step(sim, K.pair_forces, scratch, check)
+    assert len(seen) == 40 and min(seen) > 500
+
+
+def test_selected_pass_is_bit_for_bit_the_full_scan():
+    a = _bottom_layer()
+    b = _bottom_layer()
+    sa = list(_scratch(a))
+    sb = list(_scratch(b))
+    openings = 0
+    for _ in range(300):
+        npairs = int(a.ictl[K.ICTL_NPAIRS])
+        d2, rs2 = _touching_rows(a)
+        openings += int(np.sum((sa[3][:npairs] != 0) & (d2 >= rs2)))
+        _step(a, K.pair_forces, sa)
+        _step(b, _pair_forces_full_scan, sb)
+    # the shaking opens contacts, so the selection's `live` branch is exercised
+    assert openings > 0
+    for name in ("pos", "vel", "omega", "quat", "pfs", "pist", "pcq", "wfs", "wcq", "acc"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
