@@ -913,7 +913,7 @@ def _pair_kinematics(sheared, select, pos, vel, omega, radius, prm, mtab, cell, 
     """First pass of the two-pass pair loop; returns the number of touching pairs, or -1 on divergence.
 
     `select` (a compile-time constant): visit only the rows _select_rows lists (the engine), else
-    every row (the reference of tests/test_engine_fused_select.py: the same results bit for bit).
+    every row (the reference of tests/test_engine_row_selection.py: the same results bit for bit).
     The touching rows are written over the front of the selected list (never ahead of the read)."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
