@@ -76,7 +76,7 @@ from numba.extending import intrinsic
 
 from .._jit import njit
 from . import state as S
-from .jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SLIP, F_SX, F_SY, _lower_end_test
+from .jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SLIP, F_SX, F_SY, _inside_cone, _lower_end_test
 from .store import PT_DELTA, PT_N, PT_PX, PT_PY
 
 
@@ -223,12 +223,7 @@ def jaeger_probe(prm, fs, ist, c, pts, nxt, delta, dsx, dsy):
     ry = tgt_y - sy
     r2 = rx * rx + ry * ry
     reach = kappa * mu * d_adv + eta
-    # squared where the squares keep their range, as jaeger.step
-    if 1e-150 < reach < 1e150:
-        inside = r2 <= reach * reach
-    else:
-        inside = math.sqrt(r2) <= reach
-    if inside:
+    if _inside_cone(r2, reach):
         if d_adv > eps * delta:
             rn = math.sqrt(r2)
             inv = 1.0 / (kappa * d_adv)

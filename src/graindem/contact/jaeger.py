@@ -184,6 +184,15 @@ def _push_reusing(pts, nxt, meta, head, spare, delta, N, px, py, slip):
 
 
 @njit(_nrt=False, inline="always")
+def _inside_cone(r2, reach):
+    """|r| <= reach for r2 = |r|^2: compared squared (no square root) where the square keeps its
+    range; a reach below ~1e-150 or above ~1e150 would lose it, so such a reach is compared plainly."""
+    if 1e-150 < reach < 1e150:
+        return r2 <= reach * reach
+    return math.sqrt(r2) <= reach
+
+
+@njit(_nrt=False, inline="always")
 def _lower_end_test(reach_low, eta, w2):
     """(superseded, cut_below) of the cone function at a segment's lower end, h_low = reach_low -
     |w|: superseded when h_low < -eta, the cut at or below that end when h_low <= eta. Compared
@@ -549,11 +558,7 @@ def _new_elastic_segment(prm, fs, ist, cu, delta, n_new, kappa, mu, eta, tgt_x, 
     ry = tgt_y - sy
     r2 = rx * rx + ry * ry
     reach = kappa * mu * d_adv + eta
-    if 1e-150 < reach < 1e150:
-        inside = r2 <= reach * reach
-    else:
-        inside = math.sqrt(r2) <= reach
-    if not (inside and d_adv > EPS * delta):
+    if not (_inside_cone(r2, reach) and d_adv > EPS * delta):
         return False
     rn = math.sqrt(r2)
     inv = 1.0 / (kappa * d_adv)
@@ -697,12 +702,7 @@ def _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, fast_path):
     r2 = rx * rx + ry * ry
     reach = kappa * mu * d_adv + eta
     # Compared squared: the slip branch never needs |r| (most real steps slip). The square of a
-    # reach below ~1e-150 or above ~1e150 would lose range, so such a reach is compared plainly.
-    if 1e-150 < reach < 1e150:
-        inside = r2 <= reach * reach
-    else:
-        inside = math.sqrt(r2) <= reach
-    if inside:
+    if _inside_cone(r2, reach):
         if d_adv > EPS * delta:
             # 4a: one new segment straight to the target.
             rn = math.sqrt(r2)
