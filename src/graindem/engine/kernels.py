@@ -16,8 +16,10 @@ pairs: half neighbour list grouped by the lower index (CSR offsets `pstart`, N +
     a second set of the same shape (q*) is scratch for rebuilds. A row keeps the orientation it was
     made with (normal from pi to pj), so after a renumbering pi may be the higher index.
     Per-row constants pk (cap, N_PK) and material-pair rows pm (cap,) are set at every rebuild.
-walls: row i * n_walls + w of wfs, wist, wcq, wk, wm is the contact of particle i with wall w; only the
-    rows listed in `wcand` (those within r + skin of the wall at the last rebuild) are evaluated.
+walls: rows q < ictl[ICTL_NWCAND] of wfs, wist, wcq, wk, wm are the candidate wall contacts: the
+    (particle, wall) pairs within r + skin of the wall at the last rebuild, keyed wcand[q] = i * n_walls + w
+    (ascending at each rebuild); their state carries over from one rebuild to the next by key. The
+    arrays are allocated for n * n_walls rows, of which only the front is used.
     walls rows: point (3), inward unit normal (3), velocity (3), point at the last rebuild (3).
 mtab (n_materials^2, state.N_PARAM): the contact record of each material pair (row m1 * n + m2).
 cell (float64, CELL_*): box origin and lengths, lengths at the last rebuild, strain rates.
@@ -332,10 +334,10 @@ def _permute(a, perm, tmp):
 
 @njit
 def _sort_particles(order, n, nw, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid,
-                    pi, pj, npairs, wfs, wist, wcq):
+                    pi, pj, npairs, wcand, nwcand):
     """Renumber the particles: new index k is old index order[k]. Carries every per-particle array,
-    the wall rows (i * nw + w) and the particle indices of the pair rows (the pairs keep their
-    orientation, i.e. which particle is first, and with it the sign of their stored state)."""
+    the particle indices of the pair rows (the pairs keep their orientation, i.e. which particle is
+    first, and with it the sign of their stored state) and the keys i * nw + w of the wall rows."""
     inv = np.empty(n, dtype=np.int64)
     for k in range(n):
         inv[order[k]] = k
@@ -353,14 +355,9 @@ def _sort_particles(order, n, nw, pos, vel, omega, quat, force, torque, radius, 
     for o in range(npairs):
         pi[o] = inv[pi[o]]
         pj[o] = inv[pj[o]]
-    if nw > 0:
-        rows = np.empty(n * nw, dtype=np.int64)
-        for k in range(n):
-            for w in range(nw):
-                rows[k * nw + w] = order[k] * nw + w
-        _permute_rows(wfs, rows, np.empty(wfs.shape))
-        _permute_rows(wist, rows, np.empty(wist.shape, dtype=np.int64))
-        _permute_rows(wcq, rows, np.empty(wcq.shape))
+    for q in range(nwcand):
+        i = wcand[q] // nw
+        wcand[q] = inv[i] * nw + wcand[q] - i * nw
 
 
 @njit
@@ -383,6 +380,20 @@ def _mix_constants(pk, pm, row, ri, rj, mi_, mj_, mass_i, mass_j, mtab, nmat, vi
     pk[row, PK_DAMP] = visc * math.sqrt(mstar * cn)
     pk[row, PK_LIMIT] = limit * rmin
     pm[row] = p
+
+
+@njit(inline="always")
+def _clear_row(fs, ist, cq, c):
+    """A fresh contact row: no state, no history, the identity frame."""
+    for f in range(S.N_FSTATE):
+        fs[c, f] = 0.0
+    ist[c, S.I_HEAD] = -1
+    for f in range(1, S.N_ISTATE):
+        ist[c, f] = 0
+    cq[c, 0] = 1.0
+    cq[c, 1] = 0.0
+    cq[c, 2] = 0.0
+    cq[c, 3] = 0.0
 
 
 @njit
@@ -434,7 +445,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     npairs_old = ictl[ICTL_NPAIRS]
     if ictl[ICTL_SORT] != 0:
         _sort_particles(members, n, nw, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid,
-                        pi, pj, npairs_old, wfs, wist, wcq)
+                        pi, pj, npairs_old, wcand, ictl[ICTL_NWCAND])
         for m in range(n):
             members[m] = m
         for i in range(n):
@@ -536,15 +547,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                         else:
                             qi[k] = i
                             qj[k] = j
-                            for f in range(S.N_FSTATE):
-                                qfs[k, f] = 0.0
-                            qist[k, S.I_HEAD] = -1
-                            for f in range(1, S.N_ISTATE):
-                                qist[k, f] = 0
-                            qcq[k, 0] = 1.0
-                            qcq[k, 1] = 0.0
-                            qcq[k, 2] = 0.0
-                            qcq[k, 3] = 0.0
+                            _clear_row(qfs, qist, qcq, k)
                         k += 1
     newstart[n] = k
     for o in range(npairs_old):
@@ -572,22 +575,46 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     for d in range(3):
         cell[CELL_LBUILD + d] = cell[CELL_L + d]
         cell[CELL_TILT_BUILD + d] = cell[CELL_TILT + d]
-    # walls: rows near enough to touch before the next rebuild; rows that drop out are released
+    # walls: the (particle, wall) pairs near enough to touch before the next rebuild, in key order,
+    # each carrying the state of the last build's row with its key; rows that drop out release
+    # their history and hand their dissipation to ACC_DISS_RELEASED, as pair rows do
+    nc_old = ictl[ICTL_NWCAND]
+    old_row = np.full(n * nw, -1, dtype=np.int64)
+    for q in range(nc_old):
+        old_row[wcand[q]] = q
+    ofs = wfs[:nc_old].copy()
+    oist = wist[:nc_old].copy()
+    ocq = wcq[:nc_old].copy()
+    wcarried = np.zeros(nc_old, dtype=np.bool_)
     nc = 0
     for i in range(n):
         for w in range(nw):
-            row = i * nw + w
+            key = i * nw + w
             h = ((pos[i, 0] - walls[w, 0]) * walls[w, 3] + (pos[i, 1] - walls[w, 1]) * walls[w, 4]
                  + (pos[i, 2] - walls[w, 2]) * walls[w, 5])
             if h < radius[i] + skin:
-                wcand[nc] = row
-                nc += 1
-                _mix_constants(wk, wm, row, radius[i], 0.0, pmat[i], pmat[n + w], mass[i], 0.0, mtab, nmat,
+                o = old_row[key]
+                if o >= 0:
+                    wcarried[o] = True
+                    for f in range(S.N_FSTATE):
+                        wfs[nc, f] = ofs[o, f]
+                    for f in range(S.N_ISTATE):
+                        wist[nc, f] = oist[o, f]
+                    for f in range(4):
+                        wcq[nc, f] = ocq[o, f]
+                else:
+                    _clear_row(wfs, wist, wcq, nc)
+                wcand[nc] = key
+                _mix_constants(wk, wm, nc, radius[i], 0.0, pmat[i], pmat[n + w], mass[i], 0.0, mtab, nmat,
                                visc, limit)
-            elif wfs[row, S.F_DELTA] > 0.0 or wist[row, S.I_HEAD] >= 0:
-                acc[ACC_DISS_RELEASED] += wfs[row, S.F_DISS]
-                separate(wfs, wist, row, pts, nxt, meta)
-                wfs[row, S.F_DISS] = 0.0
+                nc += 1
+    for o in range(nc_old):
+        if not wcarried[o]:
+            if oist[o, S.I_HEAD] >= 0:
+                release(pts, nxt, meta, oist[o, S.I_HEAD])
+            acc[ACC_DISS_RELEASED] += ofs[o, S.F_DISS]
+    for q in range(nc, nc_old):
+        _clear_row(wfs, wist, wcq, q)
     for w in range(nw):
         for d in range(3):
             walls[w, 9 + d] = walls[w, d]
@@ -1172,14 +1199,14 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
     s21 = acc[ACC_STRESS + 7]
     s22 = acc[ACC_STRESS + 8]
     visc_work = acc[ACC_VISC_WORK]
-    # i = c // nw by a float product (an int64 division per candidate sits on the path to every
+    # i = key // nw by a float product (an int64 division per candidate sits on the path to every
     # load of the row, at tens of cycles): (c + 1/2) / nw lies at least 1/(2 nw) from an integer,
     # far beyond the product's rounding error for any row count an array can hold
     inv_nw = 1.0 / nw if nw > 0 else 0.0
-    for q in range(ictl[ICTL_NWCAND]):
-        c = wcand[q]
-        i = int((c + 0.5) * inv_nw)
-        w = c - i * nw
+    for c in range(ictl[ICTL_NWCAND]):
+        key = wcand[c]
+        i = int((key + 0.5) * inv_nw)
+        w = key - i * nw
         ri = radius[i]
         nx = -walls[w, 3]
         ny = -walls[w, 4]
@@ -1304,6 +1331,13 @@ def wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, wa
     walls rows: point (3), inward unit normal m (3), velocity (3), ... The contact normal points from
     the particle to the wall (n = -m) and the force acts on the wall's plane, at h = r - delta
     from the centre (the sphere takes the whole deformation against a rigid plane).
+
+    Contact rows are the candidates only, packed at the front (see the module docstring). Until
+    session 6 every (particle, wall) pair had its row, row i * n_walls + w: packing_4000's ~900
+    candidates then spread over 20 000 rows (2.6 MB of wfs alone), so every candidate missed the
+    cache and the rows pushed the pair passes' data out of L2. Session 7, split step on
+    packing_4000 (mindlin, 3 runs of each tree interleaved): wall pass 81-87 -> 61-62 us per step,
+    pair passes 517-558 -> 496-506 us, whole step 666-720 -> 623-637 us; results bit for bit.
     """
     law = ictl[ICTL_LAW]
     if law == MINDLIN:
@@ -1523,9 +1557,8 @@ def refresh_constants(radius, mass, pmat, mtab, ctl, ictl, pi, pj, pk, pm, wcand
         b = pj[c]
         _mix_constants(pk, pm, c, radius[a], radius[b], pmat[a], pmat[b], mass[a], mass[b], mtab, nmat, visc, limit)
     for q in range(ictl[ICTL_NWCAND]):
-        row = wcand[q]
-        i = row // nw
-        _mix_constants(wk, wm, row, radius[i], 0.0, pmat[i], pmat[n + row - i * nw], mass[i], 0.0, mtab, nmat,
+        i = wcand[q] // nw
+        _mix_constants(wk, wm, q, radius[i], 0.0, pmat[i], pmat[n + wcand[q] - i * nw], mass[i], 0.0, mtab, nmat,
                        visc, limit)
 
 
@@ -1587,7 +1620,7 @@ def compact_on_schedule(ictl, pist, wist, pts, nxt, meta):
     if every == 0:
         every = COMPACT_EVERY
     if every > 0 and meta[M_LIVE] > 0 and ictl[ICTL_STEP] % every == 0:
-        compact_store(pist, ictl[ICTL_NPAIRS], wist, wist.shape[0], pts, nxt, meta)
+        compact_store(pist, ictl[ICTL_NPAIRS], wist, ictl[ICTL_NWCAND], pts, nxt, meta)
 
 
 @njit(_nrt=False)

@@ -461,12 +461,12 @@ class Simulation:
         self._update_mtab()
         self.ictl[K.ICTL_LAW] = lid
         m = int(self.ictl[K.ICTL_NPAIRS])
-        self.store.ensure_free(m + self.wfs.shape[0] + 1)
+        nwc = int(self.ictl[K.ICTL_NWCAND])
+        self.store.ensure_free(m + nwc + 1)
         st = self.store
         K.reload_contacts(lid, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt, st.meta)
         if self.walls.shape[0]:
-            K.reload_contacts(lid, self.mtab, self.wfs, self.wist, self.wfs.shape[0], self.wk, self.wm,
-                              st.pts, st.nxt, st.meta)
+            K.reload_contacts(lid, self.mtab, self.wfs, self.wist, nwc, self.wk, self.wm, st.pts, st.nxt, st.meta)
 
     def set_energy_accounting(self, on):
         """Count tangential work and frictional dissipation per contact from now on (slower)."""
@@ -823,10 +823,11 @@ class Simulation:
 
     def wall_contact_arrays(self):
         nw = self.walls.shape[0]
-        act = self.wfs[:, S.F_DELTA] > 0.0
-        rows = np.flatnonzero(act)
-        i = rows // max(nw, 1)
-        w = rows % max(nw, 1)
+        nwc = int(self.ictl[K.ICTL_NWCAND])
+        rows = np.flatnonzero(self.wfs[:nwc, S.F_DELTA] > 0.0)
+        key = self.wcand[rows]
+        i = key // max(nw, 1)
+        w = key % max(nw, 1)
         tl = np.zeros((rows.size, 3))
         tl[:, 0] = self.wfs[rows, S.F_TX]
         tl[:, 1] = self.wfs[rows, S.F_TY]
@@ -856,8 +857,8 @@ class Simulation:
         st = self.store
         e = K.tangential_energy_sum(self.law, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt)
         if self.walls.shape[0]:
-            e += K.tangential_energy_sum(self.law, self.mtab, self.wfs, self.wist, self.wfs.shape[0], self.wk, self.wm,
-                                         st.pts, st.nxt)
+            e += K.tangential_energy_sum(self.law, self.mtab, self.wfs, self.wist, int(self.ictl[K.ICTL_NWCAND]),
+                                         self.wk, self.wm, st.pts, st.nxt)
         return float(e)
 
     def measure(self):
@@ -873,17 +874,18 @@ class Simulation:
         en = 0.4 * float(np.sum(c["N"] * self.pfs[c["row"], S.F_DELTA]))
         m = int(self.ictl[K.ICTL_NPAIRS])
         act = self.pfs[:m, S.F_DELTA] > 0.0
-        wact = self.wfs[:, S.F_DELTA] > 0.0
+        wfs = self.wfs[:int(self.ictl[K.ICTL_NWCAND])]
+        wact = wfs[:, S.F_DELTA] > 0.0
         if self.walls.shape[0]:
             wc = self.wall_contact_arrays()
-            en += 0.4 * float(np.sum(self.wfs[:, S.F_N] * self.wfs[:, S.F_DELTA]))
-        lengths = np.concatenate([self.pist[:m, S.I_LEN][act], self.wist[:, S.I_LEN][wact]])
+            en += 0.4 * float(np.sum(wfs[:, S.F_N] * wfs[:, S.F_DELTA]))
+        lengths = np.concatenate([self.pist[:m, S.I_LEN][act], self.wist[:wfs.shape[0], S.I_LEN][wact]])
         tmag = np.linalg.norm(c["T"], axis=1)
         mu_rows = self.mtab[self.pm[c["row"]], S.P_MU]
         sliding = np.sum(tmag >= mu_rows * c["N"] * (1.0 - 1e-9)) if n_c else 0
         strain = np.log(self.box_lengths / self.L0)
-        diss = float(np.sum(self.pfs[:m, S.F_DISS]) + np.sum(self.wfs[:, S.F_DISS]) + self.acc[K.ACC_DISS_RELEASED])
-        work_t = float(np.sum(self.pfs[:m, S.F_WORK][act]) + np.sum(self.wfs[:, S.F_WORK][wact]))
+        diss = float(np.sum(self.pfs[:m, S.F_DISS]) + np.sum(wfs[:, S.F_DISS]) + self.acc[K.ACC_DISS_RELEASED])
+        work_t = float(np.sum(self.pfs[:m, S.F_WORK][act]) + np.sum(wfs[:, S.F_WORK][wact]))
         # mean |net contact force| per particle over mean |contact force|: the usual measure of
         # static equilibrium (0 at rest; ~1 in free collisions). Rattlers count with zero net force.
         fnet = np.zeros((self.n, 3))
@@ -945,8 +947,13 @@ class Simulation:
                 "gain": self.gain.tolist(), "maxrate": self.maxrate.tolist(),
                 "integral": self.integral.tolist(), "shear": self.shear.tolist(), "dt_fraction": self.dt_fraction,
                 "adaptive_dt": self.adaptive_dt, "adaptive_dt_interval": self.adaptive_dt_interval,
-                "time_offset": self._time_offset, "reference_overlap": self.reference_overlap}
+                "time_offset": self._time_offset, "reference_overlap": self.reference_overlap,
+                "wall_rows": "candidates"}
         return d, meta
+
+    def _wall_rows_from_dense(self):
+        self.wfs, self.wist, self.wcq = _wall_rows_from_dense_arrays(self.wfs, self.wist, self.wcq, self.wcand,
+                                                                     int(self.ictl[K.ICTL_NWCAND]), self.acc)
 
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
@@ -998,6 +1005,8 @@ class Simulation:
         cap = sim.pi.shape[0]
         sim.pk = np.zeros((cap, K.N_PK))
         sim.pm = np.zeros(cap, dtype=np.int64)
+        if meta.get("wall_rows") != "candidates":
+            sim._wall_rows_from_dense()
         sim.wk = np.zeros((n * nw, K.N_PK))
         sim.wm = np.zeros(n * nw, dtype=np.int64)
         sim._update_mtab()
@@ -1006,6 +1015,25 @@ class Simulation:
         sim.gravity = sim.ctl[K.CTL_G:K.CTL_G + 3].copy()
         sim.ready = True
         return sim
+
+
+def _wall_rows_from_dense_arrays(wfs, wist, wcq, wcand, nwc, acc):
+    """Checkpoints before session 7 kept one wall row per (particle, wall), row i * n_walls + w:
+    move the candidates' rows (keys wcand[:nwc]) to the front, in the same order, and hand the
+    dissipation left in the other rows (contacts that had opened) to ACC_DISS_RELEASED."""
+    keys = wcand[:nwc]
+    fs = np.zeros_like(wfs)
+    ist = np.zeros_like(wist)
+    ist[:, S.I_HEAD] = -1
+    cq = np.zeros_like(wcq)
+    cq[:, 0] = 1.0
+    fs[:nwc] = wfs[keys]
+    ist[:nwc] = wist[keys]
+    cq[:nwc] = wcq[keys]
+    dropped = np.ones(wfs.shape[0], dtype=bool)
+    dropped[keys] = False
+    acc[K.ACC_DISS_RELEASED] += float(np.sum(wfs[dropped, S.F_DISS]))
+    return fs, ist, cq
 
 
 def _rotate(q, v):
