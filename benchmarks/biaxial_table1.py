@@ -47,7 +47,7 @@ def _pair_scratch(sim):
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
     K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
-    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64), live
+    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX), live
 
 
 def timed_split_run(sim, steps):

@@ -75,7 +75,7 @@ def record(particles=1000, skip=1000, steps=400, contacts=300, seed=1, log=print
 
     def state():
         m = int(sim.ictl[K.ICTL_NPAIRS])
-        key = sim.pi[:m] * n_part + sim.pj[:m]
+        key = sim.pi[:m].astype(np.int64) * n_part + sim.pj[:m]
         fs = sim.pfs[:m]
         return (key, fs[:, S.F_DELTA].copy(), fs[:, jaeger.F_SX].copy(), fs[:, jaeger.F_SY].copy(),
                 fs[:, S.F_KIND].copy(), fs[:, S.F_N].copy(), fs[:, S.F_DISS].copy())

@@ -31,7 +31,7 @@ RTOL = {"linear": 1e-12, "mindlin": 1e-12, "md_incremental": 2e-5, "jaeger": 2e-
 
 def _scratch(sim):
     cap = sim.pi.shape[0]
-    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
+    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX)
 
 
 def _live(sim):

@@ -46,7 +46,7 @@ def _drive(sim, steps):
     the fewest touching rows at any step."""
     rng = np.random.default_rng(5)
     cap = sim.pi.shape[0]
-    prm, sc, act = np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
+    prm, sc, act = np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX)
     live = np.empty(cap, dtype=np.uint8)
     K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
     st = sim.store

@@ -64,7 +64,7 @@ def _scratch(sim):
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
     K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
-    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64), live
+    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX), live
 
 
 def _touching_rows(sim):

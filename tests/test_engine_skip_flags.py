@@ -49,7 +49,7 @@ def test_skip_flags_follow_a_contact_through_touch_slide_opening_and_touch_again
     d = sim.pos[j] - sim.pos[i]
     n = d / np.linalg.norm(d)
     cap = sim.pi.shape[0]
-    prm, sc, act = np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=np.int64)
+    prm, sc, act = np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX)
     live = np.full(cap, 7, dtype=np.uint8)
     K.refresh_live(sim.pfs, sim.pist, 1, live)
     assert live[0] == 0

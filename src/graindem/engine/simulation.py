@@ -530,6 +530,9 @@ class Simulation:
         pos = np.concatenate(self._positions)
         r = np.concatenate(self._radii)
         n = len(r)
+        if n > K.PAIR_INDEX_MAX:
+            raise ValueError(f"number of particles must be at most {K.PAIR_INDEX_MAX} (the pair rows hold "
+                             f"particle indices as {np.dtype(K.PAIR_INDEX).name}), got {n}")
         self.n = n
         self.pos = np.ascontiguousarray(pos)
         self.vel = np.ascontiguousarray(np.concatenate(self._vel))
@@ -579,7 +582,7 @@ class Simulation:
         self.acc = np.zeros(K.N_ACC0 + 3 * nw)
         self.out = np.zeros(K.N_OUT, dtype=np.int64)
         self.store = HistoryStore(1024)
-        cap = max(1024, 8 * n)
+        cap = min(max(1024, 8 * n), K.PAIR_INDEX_MAX)
         self._alloc_pairs(cap)
         self.pstart = np.zeros(n + 1, dtype=np.int64)
         self.wfs = np.zeros((n * nw, S.N_FSTATE))
@@ -617,10 +620,18 @@ class Simulation:
     def dt(self):
         return float(self.ctl[K.CTL_DT])
 
+    def _grow_pairs(self):
+        """Double the pair arrays (keeping the listed rows), up to the row count PAIR_INDEX can number."""
+        cap = self.pi.shape[0]
+        if cap >= K.PAIR_INDEX_MAX:
+            raise ValueError(f"pair capacity must be at most {K.PAIR_INDEX_MAX} rows (the pair passes number rows "
+                             f"as {np.dtype(K.PAIR_INDEX).name}); the neighbour list needs more")
+        self._alloc_pairs(min(2 * cap, K.PAIR_INDEX_MAX), keep=int(self.ictl[K.ICTL_NPAIRS]))
+
     def _alloc_pairs(self, cap, keep=0):
         old = getattr(self, "pi", None)
         arrays = {}
-        for name, shape, dtype in (("pi", (cap,), np.int64), ("pj", (cap,), np.int64),
+        for name, shape, dtype in (("pi", (cap,), K.PAIR_INDEX), ("pj", (cap,), K.PAIR_INDEX),
                                    ("pfs", (cap, S.N_FSTATE), np.float64),
                                    ("pist", (cap, S.N_ISTATE), np.int64), ("pcq", (cap, 4), np.float64),
                                    ("pk", (cap, K.N_PK), np.float64), ("pm", (cap,), np.int64)):
@@ -643,7 +654,7 @@ class Simulation:
                               self.walls, self.wcand, self.wfs, self.wist, self.wcq, self.wk, self.wm)
             if k >= 0:
                 return
-            self._alloc_pairs(2 * self.pi.shape[0], keep=int(self.ictl[K.ICTL_NPAIRS]))
+            self._grow_pairs()
 
     def _pair_geometry(self):
         """Branch vectors l = x_j - x_i (minimum image) and overlaps of the listed pairs (copies)."""
@@ -747,7 +758,7 @@ class Simulation:
             done += int(self.out[K.OUT_STEPS])
             status = int(self.out[K.OUT_STATUS])
             if status == K.STATUS_PAIRS_FULL:
-                self._alloc_pairs(2 * self.pi.shape[0], keep=int(self.ictl[K.ICTL_NPAIRS]))
+                self._grow_pairs()
                 self._rebuild()
             elif status == K.STATUS_DIVERGED:
                 self.timing["run_s"] += time.perf_counter() - t0
@@ -967,6 +978,13 @@ class Simulation:
                 continue
             a = np.asarray(arrays[name])
             setattr(sim, name, np.ascontiguousarray(a.copy()))
+        # checkpoints before session 7 hold int64 pair indices: the kernels are compiled for one dtype
+        n_rows = sim.pi.shape[0]
+        if n_rows > K.PAIR_INDEX_MAX or int(sim.ictl[K.ICTL_N]) > K.PAIR_INDEX_MAX:
+            raise ValueError(f"checkpoint has {n_rows} pair rows and {int(sim.ictl[K.ICTL_N])} particles; each must be "
+                             f"at most {K.PAIR_INDEX_MAX}")
+        sim.pi = sim.pi.astype(K.PAIR_INDEX)
+        sim.pj = sim.pj.astype(K.PAIR_INDEX)
         # control records only ever grow at their ends: pad older ones with zeros
         for name, size in (("cell", K.N_CELL), ("ctl", K.N_CTL), ("ictl", K.N_ICTL)):
             a = getattr(sim, name)
