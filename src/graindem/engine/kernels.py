@@ -1417,10 +1417,55 @@ def servo(cell, ctl, ictl, acc):
             acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + (1 if k == 0 else (2 if k == 1 else 5))] * (before + now) * ctl[CTL_DT]
 
 
+@njit(_nrt=False, inline="always")
+def _turn_orientations(omega, quat, n, dt):
+    """q <- exp(omega dt / 2) q for every particle, with the spins of the step.
+
+    A loop of its own (session 7): inside the particle pass its chain (Taylor terms, product,
+    renormalisation) held up the kick and drift of the next particles; alone it overlaps across
+    particles. The rotation's half-angle squared comes from |omega|^2 directly, so the square root
+    is taken only for the (rare) large turns. The orientation of a sphere never feeds back into
+    its forces: positions and contact forces are unchanged bit for bit (packing_4000, mindlin,
+    split step: particle pass x0.85, whole step x0.97; benchmarks by a session-7 helper)."""
+    qdt2 = 0.25 * dt * dt
+    for i in range(n):
+        wx = omega[i, 0]
+        wy = omega[i, 1]
+        wz = omega[i, 2]
+        w2 = wx * wx + wy * wy + wz * wz
+        if w2 > 0.0:
+            h2 = qdt2 * w2
+            if h2 < 1e-6:
+                # a step turns a grain by far less than a milliradian: Taylor terms to round-off
+                cw = 1.0 - 0.5 * h2 * (1.0 - h2 / 12.0)
+                sc = 0.5 * dt * (1.0 - h2 / 6.0 * (1.0 - h2 / 20.0))
+            else:
+                wn = math.sqrt(w2)
+                h = 0.5 * wn * dt
+                sc = math.sin(h) / wn
+                cw = math.cos(h)
+            qw = quat[i, 0]
+            qx = quat[i, 1]
+            qy = quat[i, 2]
+            qz = quat[i, 3]
+            aw = cw * qw - sc * (wx * qx + wy * qy + wz * qz)
+            ax = cw * qx + sc * (wx * qw + wy * qz - wz * qy)
+            ay = cw * qy + sc * (wy * qw + wz * qx - wx * qz)
+            az = cw * qz + sc * (wz * qw + wx * qy - wy * qx)
+            # unit up to rounding (cos^2 + sin^2 = 1; the Taylor pair to 1e-18): one Newton step
+            # 1/|q| ~ (3 - |q|^2)/2, exact to O(eps^2), instead of a square root and a division
+            g = 1.5 - 0.5 * (aw * aw + ax * ax + ay * ay + az * az)
+            quat[i, 0] = aw * g
+            quat[i, 1] = ax * g
+            quat[i, 2] = ay * g
+            quat[i, 3] = az * g
+
+
 @njit(_nrt=False)
 def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
                       pos_build, acc, out):
-    """Fused pass: damping, kick, drift (with the cell's flow), orientation, force reset, skin check.
+    """Fused pass: damping, kick, drift (with the cell's flow), force reset, skin check; then the
+    orientations (_turn_orientations).
 
     Returns the largest squared displacement since the last rebuild, relative to the affine
     image of the build position, or -1 if a particle's state is not finite.
@@ -1510,33 +1555,6 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
         pos[i, 0] = x
         pos[i, 1] = y
         pos[i, 2] = z
-        # orientation: q <- exp(omega dt / 2) q
-        wn = math.sqrt(wx * wx + wy * wy + wz * wz)
-        if wn > 0.0:
-            h = 0.5 * wn * dt
-            h2 = h * h
-            if h2 < 1e-6:
-                # a step turns a grain by far less than a milliradian: Taylor terms to round-off
-                cw = 1.0 - 0.5 * h2 * (1.0 - h2 / 12.0)
-                sc = 0.5 * dt * (1.0 - h2 / 6.0 * (1.0 - h2 / 20.0))
-            else:
-                sc = math.sin(h) / wn
-                cw = math.cos(h)
-            qw = quat[i, 0]
-            qx = quat[i, 1]
-            qy = quat[i, 2]
-            qz = quat[i, 3]
-            aw = cw * qw - sc * (wx * qx + wy * qy + wz * qz)
-            ax = cw * qx + sc * (wx * qw + wy * qz - wz * qy)
-            ay = cw * qy + sc * (wy * qw + wz * qx - wx * qz)
-            az = cw * qz + sc * (wz * qw + wx * qy - wy * qx)
-            # unit up to rounding (cos^2 + sin^2 = 1; the Taylor pair to 1e-18): one Newton step
-            # 1/|q| ~ (3 - |q|^2)/2, exact to O(eps^2), instead of a square root and a division
-            g = 1.5 - 0.5 * (aw * aw + ax * ax + ay * ay + az * az)
-            quat[i, 0] = aw * g
-            quat[i, 1] = ax * g
-            quat[i, 2] = ay * g
-            quat[i, 3] = az * g
         force[i, 0] = 0.0
         force[i, 1] = 0.0
         force[i, 2] = 0.0
@@ -1552,6 +1570,7 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
         d2 = ddx * ddx + ddy * ddy + ddz * ddz
         if d2 > maxd2:
             maxd2 = d2
+    _turn_orientations(omega, quat, n, dt)
     acc[ACC_LOCAL_WORK] += local_work
     cell[CELL_TILT] = xy_new
     cell[CELL_TILT + 1] = xz_new
