@@ -8,6 +8,9 @@ child process compiles into an empty cache directory and a second child loads fr
 same mixed sequence (servo compression with jaeger histories, then a sheared cell, then spheres
 sliding on walls) and print state hashes along the way, which must agree exactly. Session 6 found
 the wall passes' fresh and cached code rounding apart (hence their fastmath off, kernels.py).
+Session 7 found the cause of them all: a process that compiles afresh ran each callee's own library,
+one that loads from the cache the caller's copy, optimised apart (graindem._jit gives every
+library its own internal copies); its stage: a box with a moving lid, many rebuilds and sorting.
 """
 
 import os
@@ -75,6 +78,35 @@ SCRIPT = textwrap.dedent("""
         for a in (walled.pos, walled.vel, walled.omega, walled.pfs, walled.wfs):
             h.update(np.ascontiguousarray(a).tobytes())
         print("walls", walled.step_count, walled.measure()["n_wall_contacts"], h.hexdigest()[:16])
+
+    # A box of five fixed walls and a lid moving down, slanted strong gravity, particles sorted at
+    # the many rebuilds (session 7: a fresh and a cached process parted here at step 527, in the
+    # last bits of a pair frame, pcq, hashed with the rest).
+    rng = np.random.default_rng(3)
+    n = 300
+    L = 0.012
+    pos = np.column_stack([rng.uniform(0.0012, L - 0.0012, n), rng.uniform(0.0012, L - 0.0012, n),
+                           rng.uniform(0.0006, 0.012, n)])
+    rad = rng.uniform(0.00045, 0.00055, n)
+    keep = []
+    for k in range(n):
+        if all(np.linalg.norm(pos[k] - pos[q]) > rad[k] + rad[q] for q in keep):
+            keep.append(k)
+    boxed = Simulation(law="mindlin", E=7e8, nu=0.25, mu=0.4, density=2500.0, restitution=0.6,
+                       gravity=(800, 500, -5000), sort_particles=True)
+    boxed.set_box((0, 0, 0), (L, L, 0.08))
+    for p, nn in (((0, 0, 0), (1, 0, 0)), ((L, 0, 0), (-1, 0, 0)), ((0, 0, 0), (0, 1, 0)),
+                  ((0, L, 0), (0, -1, 0)), ((0, 0, 0), (0, 0, 1))):
+        boxed.add_wall(p, nn)
+    boxed.add_wall((0, 0, 0.013), (0, 0, -1), velocity=(0, 0, -0.3))
+    boxed.add_particles(pos[keep], rad[keep])
+    for steps in (600, 900):
+        boxed.run(steps)
+        h = hashlib.sha1()
+        for a in (boxed.pos, boxed.vel, boxed.omega, boxed.quat, boxed.pfs, boxed.pcq, boxed.wfs, boxed.walls):
+            h.update(np.ascontiguousarray(a).tobytes())
+        m = boxed.measure()
+        print("lid", boxed.step_count, m["n_wall_contacts"], m["n_rebuilds"], h.hexdigest()[:16])
 """)
 
 
@@ -93,7 +125,9 @@ def test_fresh_compile_and_cached_kernels_give_identical_runs(tmp_path):
     assert any(tmp_path.rglob("*.nbi")), "the first run should have filled the numba cache"
     cached = _run(tmp_path)         # loads the same kernels from the cache
     lines = [line for line in fresh if line]
-    assert len(lines) == 7
-    # the walled stage must keep wall contacts (else it tests no wall pass)
-    assert all(int(line.split()[2]) > 0 for line in lines if line.startswith("walls"))
+    assert len(lines) == 9
+    # the walled stages must keep wall contacts (else they test no wall pass), the lid's stage must
+    # rebuild (sorting the particles) on the way
+    assert all(int(line.split()[2]) > 0 for line in lines if line.startswith(("walls", "lid")))
+    assert all(int(line.split()[3]) > 10 for line in lines if line.startswith("lid"))
     assert fresh == cached

@@ -14,9 +14,12 @@ import hashlib
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 
 import numba
+from llvmlite import binding as ll
+from numba.core import codegen as _codegen
 
 FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
@@ -53,6 +56,50 @@ def _configure_cache():
 
 
 _configure_cache()
+
+
+def _own_copies_of_callees(optimize_final_module):
+    """Wrap numba's CPUCodeLibrary._optimize_final_module: once a graindem library's module is
+    optimised, the callees linked into it (linkonce_odr: one name shared across the JIT's modules)
+    become internal to its machine code; the module that callers link in keeps numba's linkage.
+
+    Why: numba links the optimised module of every njit callee into its caller's module and
+    optimises the whole again, so each kernel exists twice: in its own library and as the caller's
+    copy, and with fastmath flags the two copies can round differently. Which copy a call reached
+    depended on the process: one that compiles afresh loads each callee's own library first, and
+    the JIT bound the caller's calls to that earlier definition of the shared name; one that loads
+    the caller from numba's cache ran the caller's copies. So a run and its restart in a new process
+    parted (session 7: a walled box with a moving lid, first in the last bits of a pair frame from
+    _pair_kinematics_orthogonal at step 527; fastmath off there did not help, its inlined helpers
+    keep their flags). With internal copies every process runs the caller's copies, the code the
+    cache holds; optimisation is untouched (internalised after it), so is the speed."""
+    def optimize(self):
+        optimize_final_module(self)
+        module = self._final_module
+        if not any(fn.name.startswith("_ZN8graindem") and fn.linkage == ll.Linkage.external
+                   and not fn.is_declaration for fn in module.functions):
+            return
+        # what numba's _get_module_for_linking would give callers, made now, before the change
+        shared = module.clone()
+        for fn in shared.functions:
+            if not fn.is_declaration and fn.linkage == ll.Linkage.external:
+                fn.linkage = "linkonce_odr"
+        self._shared_module = shared
+        for fn in module.functions:
+            if not fn.is_declaration and fn.linkage == ll.Linkage.linkonce_odr:
+                fn.linkage = "internal"
+    optimize.__wrapped__ = optimize_final_module
+    return optimize
+
+
+if not hasattr(getattr(_codegen, "CPUCodeLibrary", None), "_optimize_final_module"):
+    # numba internals (of long standing; checked with numba 0.68.1); without the hook a run and its
+    # restart in a new process may part
+    warnings.warn("graindem: this numba has no CPUCodeLibrary._optimize_final_module; freshly compiled "
+                  "and cached kernels may round differently", RuntimeWarning)
+elif not hasattr(_codegen.CPUCodeLibrary._optimize_final_module, "__wrapped__"):
+    _codegen.CPUCodeLibrary._optimize_final_module = _own_copies_of_callees(
+        _codegen.CPUCodeLibrary._optimize_final_module)
 
 
 def njit(*args, **kwargs):
