@@ -709,7 +709,8 @@ def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt, one_product_fewer
     per contact. The sheared cell's pass forms r t as a quaternion product instead: with the short
     form there, code numba compiled afresh and code it loaded from its cache rounded differently
     (strict IEEE arithmetic and all), and a sheared run parted from its restart in a new process
-    after 7500 steps (tests/test_numba_cache_determinism.py, session 4). The new frame (r t) q,
+    after 7500 steps (tests/test_numba_cache_determinism.py, session 4; the cause, found in session
+    7, was not the form but which compiled copy ran: graindem._jit). The new frame (r t) q,
     unit up to rounding, gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to O(eps^2)), so q keeps
     unit length as with the full normalisation."""
     w = cq[c, 0]
@@ -1009,14 +1010,12 @@ def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, i
                             pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
 
 
-# Strict IEEE arithmetic (fastmath off) for this variant: with graindem's fastmath flags the code numba
-# ran after compiling it afresh and the code it loaded from its cache rounded differently (first with
-# FMA contraction on: a shift increment's last bit a few steps into a shear; with contraction off but
-# the other flags on: a frame quaternion after ~2000 sheared steps; tests/test_numba_cache_determinism.py),
-# so a sheared run and its restart in a new process parted. Why only this function is not understood;
-# the orthogonal variant keeps the flags (FMA contraction alone is worth ~20 % of a whole mindlin or
-# jaeger step: measured with it off everywhere) and its fresh and cached code have agreed in every check.
-@njit(_nrt=False, fastmath=False)
+# Sessions 4-6 compiled this variant (and the wall passes) with fastmath off: their freshly compiled
+# and cached code rounded apart, so a sheared run and its restart in a new process parted. Session 7
+# found the cause (graindem._jit: a fresh process ran callees' own libraries, a cached one the
+# caller's copies, optimised apart) and fixed it for every kernel; the flags are back on, and
+# tests/test_numba_cache_determinism.py (sheared, walled and moving-lid stages) holds them to it.
+@njit(_nrt=False)
 def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                              pts, nxt, meta, out, sc, act, live):
     return _pair_kinematics(True, True, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
@@ -1308,34 +1307,30 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
     return True
 
 
-# Strict IEEE arithmetic (fastmath off) for the wall passes, as for _pair_kinematics_sheared: with
-# graindem's fastmath flags the code numba ran after compiling a wall pass afresh and the code it
-# loaded from its cache rounded differently (session 6: packing_4000 with its five walls, mindlin and
-# jaeger, state hashes after each kernel of a split step: pair passes equal, the wall pass's output
-# parted at step 2 (last bits of wfs, ~1e-18 N), so a walled run and its restart in a new process
-# parted; the product form of the frame update did not help, fastmath off did (40 steps equal).
-@njit(_nrt=False, fastmath=False)
+# One wall pass per law, each inlining only its own law (fastmath on again since session 7: see
+# _pair_kinematics_sheared).
+@njit(_nrt=False)
 def _wall_pass_linear(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_linear, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
-@njit(_nrt=False, fastmath=False)
+@njit(_nrt=False)
 def _wall_pass_mindlin(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                        wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_mindlin, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
-@njit(_nrt=False, fastmath=False)
+@njit(_nrt=False)
 def _wall_pass_md_incremental(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                               wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_md_incremental, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
 
 
-@njit(_nrt=False, fastmath=False)
+@njit(_nrt=False)
 def _wall_pass_jaeger(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
     return _wall_pass(_step_jaeger_outlined, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
