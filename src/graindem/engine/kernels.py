@@ -404,6 +404,17 @@ def _clear_row(fs, ist, cq, c):
     cq[c, 3] = 0.0
 
 
+@njit(inline="always")
+def _copy_row(fs, ist, cq, src, to_fs, to_ist, to_cq, dst):
+    """Row src's contact state, history reference and frame into row dst of the to_* arrays."""
+    for f in range(S.N_FSTATE):
+        to_fs[dst, f] = fs[src, f]
+    for f in range(S.N_ISTATE):
+        to_ist[dst, f] = ist[src, f]
+    for f in range(4):
+        to_cq[dst, f] = cq[src, f]
+
+
 @njit
 def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl, ictl,
                 pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc,
@@ -546,12 +557,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                             carried[found] = True
                             qi[k] = pi[found]
                             qj[k] = pj[found]
-                            for f in range(S.N_FSTATE):
-                                qfs[k, f] = pfs[found, f]
-                            for f in range(S.N_ISTATE):
-                                qist[k, f] = pist[found, f]
-                            for f in range(4):
-                                qcq[k, f] = pcq[found, f]
+                            _copy_row(pfs, pist, pcq, found, qfs, qist, qcq, k)
                         else:
                             qi[k] = i
                             qj[k] = j
@@ -568,12 +574,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
         b = qj[c]
         pi[c] = a
         pj[c] = b
-        for f in range(S.N_FSTATE):
-            pfs[c, f] = qfs[c, f]
-        for f in range(S.N_ISTATE):
-            pist[c, f] = qist[c, f]
-        for f in range(4):
-            pcq[c, f] = qcq[c, f]
+        _copy_row(qfs, qist, qcq, c, pfs, pist, pcq, c)
         _mix_constants(pk, pm, c, radius[a], radius[b], pmat[a], pmat[b], mass[a], mass[b], mtab, nmat, visc, limit)
     for i in range(n + 1):
         pstart[i] = newstart[i]
@@ -604,12 +605,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                 o = old_row[key]
                 if o >= 0:
                     wcarried[o] = True
-                    for f in range(S.N_FSTATE):
-                        wfs[nc, f] = ofs[o, f]
-                    for f in range(S.N_ISTATE):
-                        wist[nc, f] = oist[o, f]
-                    for f in range(4):
-                        wcq[nc, f] = ocq[o, f]
+                    _copy_row(ofs, oist, ocq, o, wfs, wist, wcq, nc)
                 else:
                     _clear_row(wfs, wist, wcq, nc)
                 wcand[nc] = key

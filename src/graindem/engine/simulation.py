@@ -962,10 +962,6 @@ class Simulation:
                 "wall_rows": "candidates"}
         return d, meta
 
-    def _wall_rows_from_dense(self):
-        self.wfs, self.wist, self.wcq = _wall_rows_from_dense_arrays(self.wfs, self.wist, self.wcq, self.wcand,
-                                                                     int(self.ictl[K.ICTL_NWCAND]), self.acc)
-
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
@@ -1024,7 +1020,8 @@ class Simulation:
         sim.pk = np.zeros((cap, K.N_PK))
         sim.pm = np.zeros(cap, dtype=np.int64)
         if meta.get("wall_rows") != "candidates":
-            sim._wall_rows_from_dense()
+            sim.wfs, sim.wist, sim.wcq = _wall_rows_from_dense_arrays(sim.wfs, sim.wist, sim.wcq, sim.wcand,
+                                                                      int(sim.ictl[K.ICTL_NWCAND]), sim.acc)
         sim.wk = np.zeros((n * nw, K.N_PK))
         sim.wm = np.zeros(n * nw, dtype=np.int64)
         sim._update_mtab()
