@@ -15,8 +15,10 @@ Timing: single thread, CPU time of this process (the machine is shared; wall tim
 too). `total_s` is the whole test (forces, integration, neighbour search; no output except one
 measurement every 1 % of the steps). `force_s` is the time inside the contact-force kernel
 (contact geometry, frames and the law), measured by a second, split run of the same test in which
-Python calls the force kernel and the rest of a step separately (its own total is `split_total_s`;
-both runs follow the same trajectory bit for bit).
+Python calls the force kernel and the rest of a step separately (its own total is `split_total_s`).
+The split run follows the timed one only to rounding (`split_run_identical` false, session 8): every
+kernel runs its own compiled copies of its callees (graindem._jit), so the force kernel called from
+Python is not the machine code inside run_steps, and the two trajectories part in the last bits.
 --compact-every: steps between compactions of the history store (0, the default: the engine's
 COMPACT_EVERY; -1: never, the layout of session 2). The quick size's store (~1.5 MB) fits the L2
 cache, so only the full size shows the effect.
@@ -26,7 +28,7 @@ of the N (the run least disturbed by the rest of a shared machine, as vs_lammps.
 round), every run's times are in `total_s_runs` and `force_s_runs`, and the jaeger/mindlin ratio is
 given both best against best and as the median of the N per-round ratios
 (`ratio_total_median_of_rounds`, pairing runs made close in time). On this machine single pairs of
-runs gave ratios from 1.15 to 1.34 within one hour (session 8).
+runs gave ratios from 1.14 to 1.39 within one hour (session 8).
 --xi: the extra jaeger runs with xi > 0 (default 0.1,0.2,0.4; an empty string for none).
 Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
 measurements; `mean_history_length` the mean over contacts and measurements (the time mean);
