@@ -223,31 +223,41 @@ PREFETCH_MIN_POINTS = 1 << 16
 
 
 @njit(_nrt=False, inline="always")
-def _prefetch_ahead(ist, pts, nxt, meta, c, n):
-    """Hint the top three history points of the contacts PREFETCH_TOP, _BELOW and _BELOW2 ahead,
-    and the free point.
+def _prefetch_stacks(pts, nxt, meta, h_top, h_below, h_below2):
+    """Hint the free point, the top point of the stack headed h_top, the point below the top of
+    stack h_below and the one below that of stack h_below2 (each stage reads links an earlier
+    stage brought in). Shared by the batched kernel (_prefetch_ahead) and the engine's jaeger force
+    pass (engine.kernels._prefetch_store_ahead), which differ only in how they find the rows ahead.
 
     Branch-free: a head of -1 (no history) or a bottom link of -1 only aims a hint at the element
-    before the array (a prefetch never faults), and nxt[-1] wraps to a valid element whose value
-    is then only used as a hint. The tests this replaced mispredicted on the many one-point
-    histories of gross sliding (recorded biaxial trace at 20 000 contacts: 70 -> 61 ns an update,
-    with jaeger.step's spare point, which alone measured nothing). The row indices are unsigned
-    (c >= start >= 0, checked by advance_contacts), which spares numba's wraparound arithmetic for
-    negative indices: session 5, recorded trace at 20 000 contacts, x0.95-0.97 per jaeger update
-    with the store compacted every 100 steps, x0.985 never compacted; no effect on results."""
+    before the array (a prefetch never faults), and nxt[-1] wraps to a valid element whose value is
+    then only used as a hint."""
     _prefetch(pts, meta[0])       # the free point a push without a pop takes
     _prefetch(nxt, meta[0])
-    h = ist[np.uint64(min(c + PREFETCH_TOP, n - 1)), S.I_HEAD]
-    _prefetch(pts, h)
-    _prefetch(nxt, h)
-    h = ist[np.uint64(min(c + PREFETCH_BELOW, n - 1)), S.I_HEAD]
-    b = nxt[h] >> 1
+    _prefetch(pts, h_top)
+    _prefetch(nxt, h_top)
+    b = nxt[h_below] >> 1
     _prefetch(pts, b)
     _prefetch(nxt, b)
-    h = ist[np.uint64(min(c + PREFETCH_BELOW2, n - 1)), S.I_HEAD]
-    b = nxt[nxt[h] >> 1] >> 1
+    b = nxt[nxt[h_below2] >> 1] >> 1
     _prefetch(pts, b)
     _prefetch(nxt, b)
+
+
+@njit(_nrt=False, inline="always")
+def _prefetch_ahead(ist, pts, nxt, meta, c, n):
+    """Hint the top three history points of the contacts PREFETCH_TOP, _BELOW and _BELOW2 ahead,
+    and the free point (_prefetch_stacks).
+
+    The branch-free walk replaced tests that mispredicted on the many one-point histories of gross
+    sliding (recorded biaxial trace at 20 000 contacts: 70 -> 61 ns an update, with jaeger.step's
+    spare point, which alone measured nothing). The row indices are unsigned (c >= start >= 0,
+    checked by advance_contacts), which spares numba's wraparound arithmetic for negative indices:
+    session 5, recorded trace at 20 000 contacts, x0.95-0.97 per jaeger update with the store
+    compacted every 100 steps, x0.985 never compacted; no effect on results."""
+    _prefetch_stacks(pts, nxt, meta, ist[np.uint64(min(c + PREFETCH_TOP, n - 1)), S.I_HEAD],
+                     ist[np.uint64(min(c + PREFETCH_BELOW, n - 1)), S.I_HEAD],
+                     ist[np.uint64(min(c + PREFETCH_BELOW2, n - 1)), S.I_HEAD])
 
 
 # Each law without energy accounting has its own loop (a function of its own): in one loop for all
