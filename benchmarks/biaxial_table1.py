@@ -96,8 +96,8 @@ def timed_split_run(sim, steps):
 def warm_up(packing_path, law, xi, steps, compact_every=0):
     """A few steps of the case, through run_steps and through the split loop, on throwaway copies:
     the first call of a kernel in a process loads it from numba's cache (or compiles it), which a
-    timed run must not pay (session 8: the first run of a process took 0.5 s longer at the quick
-    size, 25 s longer with a cold cache)."""
+    timed run must not pay (session 8: a first full-size run with a cold cache took 55.8 s, its
+    law's other runs 30-32 s)."""
     for split in (False, True):
         sim, _ = checkpoint.load(packing_path)
         start_test(sim, law, xi=xi, steps=steps)
