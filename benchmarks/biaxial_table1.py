@@ -39,6 +39,7 @@ axial strain where it occurs (docs/history-length.md explains why ours are short
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -172,6 +173,12 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {args.repeats}")
+    try:
+        extra_xi = [float(x) for x in args.xi.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--xi must be a comma-separated list of numbers >= 0, got {args.xi!r}")
+    if not all(math.isfinite(x) and x >= 0.0 for x in extra_xi):
+        ap.error(f"--xi values must be finite numbers >= 0, got {args.xi!r}")
     n, steps = (1000, 8000) if args.quick else (4096, 40000)
     cache = (Path(args.packing) if args.packing
              else Path(tempfile.gettempdir()) / "graindem_bench" / f"biaxial_packing_{n}.h5")
@@ -183,7 +190,7 @@ def main(argv=None):
                "timing": "CPU seconds of this process (single thread); wall_s for reference"}
     cases = [(law, 0.0) for law in args.laws.split(",")]
     if "jaeger" in args.laws:
-        cases += [("jaeger", float(x)) for x in args.xi.split(",") if x.strip()]
+        cases += [("jaeger", x) for x in extra_xi]
     runs = {case: [] for case in cases}
     for rnd in range(args.repeats):
         # every other round in reverse order, so that no law always runs first (the first run of a

@@ -7,7 +7,7 @@ restart parted after a few thousand steps, although every in-process restart tes
 child process compiles into an empty cache directory and a second child loads from it; both run the
 same mixed sequence (servo compression with jaeger histories, then a sheared cell, then spheres
 sliding on walls) and print state hashes along the way, which must agree exactly. Session 6 found
-the wall passes' fresh and cached code rounding apart (hence their fastmath off, kernels.py).
+the wall passes' fresh and cached code rounding apart (then worked around by turning their fastmath off).
 Session 7 found the cause of them all: a process that compiles afresh ran each callee's own library,
 one that loads from the cache the caller's copy, optimised apart (graindem._jit gives every
 library its own internal copies); its stage: a box with a moving lid, many rebuilds and sorting.
