@@ -1,7 +1,7 @@
 """Kuhn (2011) Table 1 on this machine: the biaxial test with every tangential law, one packing.
 
     python benchmarks/biaxial_table1.py [--quick] [--json FILE] [--packing FILE] [--compact-every N]
-                                        [--laws L1,L2] [--xi X1,X2] [--repeats N]
+                                        [--laws L1,L2] [--xi X1,X2] [--repeats N] [--interleave STEPS]
 
 Full size: Kuhn's test, 4096 spheres compressed to 4 % axial strain in 40,000 steps (plane strain,
 constant lateral stress). --quick: 1000 spheres, 8000 steps (a few minutes for all runs).
@@ -28,7 +28,16 @@ of the N (the run least disturbed by the rest of a shared machine, as vs_lammps.
 round), every run's times are in `total_s_runs` and `force_s_runs`, and the jaeger/mindlin ratio is
 given both best against best and as the median of the N per-round ratios
 (`ratio_total_median_of_rounds`, pairing runs made close in time). On this machine single pairs of
-runs gave ratios from 1.14 to 1.39 within one hour (session 8).
+runs gave ratios from 1.14 to 1.39 within one hour (session 8), and from 1.08 to 1.50 within fifteen
+minutes (session 9: jaeger 43.7-56.9 s, mindlin 35.5-40.4 s), the machine's speed drifting between runs.
+--interleave STEPS (default 400; 0: none): after the straight runs, `--repeats` interleaved passes of the
+cases with xi = 0. A pass runs the laws' full tests side by side in this process, in turns of STEPS steps
+(the order reversed every turn), so that a drift of the machine's speed slows every law alike; each law's
+`total_s` in `interleaved` is the sum of its turns, and `ratio_total_jaeger_over_mindlin` there is the median
+of the passes' ratios. Each turn is the same Simulation.run call as in the straight run, so the trajectory is
+the same bit for bit (`same_trajectory_as_straight_run`). Session 9: two such passes gave 1.302 and 1.295
+where the straight rounds of the same hour scattered from 1.08 to 1.50. The interleaved ratio is the one
+the goal of the issue is judged by.
 --xi: the extra jaeger runs with xi > 0 (default 0.1,0.2,0.4; an empty string for none).
 Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
 measurements; `mean_history_length` the mean over contacts and measurements (the time mean);
@@ -110,18 +119,35 @@ def warm_up(packing_path, law, xi, steps, compact_every=0):
             sim.measure()
 
 
-def run_law(packing_path, law, xi, steps, measure_every, compact_every=0):
-    warm_up(packing_path, law, xi, steps, compact_every)
+def _started(packing_path, law, xi, steps, compact_every):
     sim, _ = checkpoint.load(packing_path)
     test = start_test(sim, law, xi=xi, steps=steps)
     sim.ictl[K.ICTL_COMPACT_EVERY] = compact_every
-    rows = []
+    return sim, test
 
+
+def _recorder(test, rows):
     def measure(s):
         m = s.measure()
         rows.append((m["n_contacts"], m["mean_history_length"], m["store_bytes"], m["max_history_length"],
                      s.step_count - test["start_step"]))
+    return measure
 
+
+def _statistics(sim, test, rows, steps, xi):
+    rows = np.array(rows, dtype=float)
+    return {"mean_contacts": float(rows[:, 0].mean()), "mean_history_length": float(rows[:, 1].mean()),
+            "max_mean_history_length": float(rows[:, 1].max()), "max_history_length": int(rows[:, 3].max()),
+            "strain_at_max_mean_history": float(rows[int(np.argmax(rows[:, 1])), 4] / steps * test["total_strain"]),
+            "xi_kuhn": xi * sim.mu, "store_bytes": int(rows[:, 2].max()),
+            "n_particles": sim.n, "steps": steps, "xi": xi}
+
+
+def run_law(packing_path, law, xi, steps, measure_every, compact_every=0):
+    warm_up(packing_path, law, xi, steps, compact_every)
+    sim, test = _started(packing_path, law, xi, steps, compact_every)
+    rows = []
+    measure = _recorder(test, rows)
     sim.run(0)
     measure(sim)
     w0 = time.perf_counter()
@@ -130,20 +156,51 @@ def run_law(packing_path, law, xi, steps, measure_every, compact_every=0):
     total = time.process_time() - c0
     wall = time.perf_counter() - w0
     # the same test again, split, for the force kernel's share
-    sim2, _ = checkpoint.load(packing_path)
-    start_test(sim2, law, xi=xi, steps=steps)
-    sim2.ictl[K.ICTL_COMPACT_EVERY] = compact_every
+    sim2, _ = _started(packing_path, law, xi, steps, compact_every)
     force, split_total = timed_split_run(sim2, steps)
     same = bool(np.array_equal(sim.pos, sim2.pos))
-    rows = np.array(rows, dtype=float)
-    return {"total_s": total, "wall_s": wall, "force_s": force, "split_total_s": split_total,
-            "split_run_identical": same,
-            "mean_contacts": float(rows[:, 0].mean()), "mean_history_length": float(rows[:, 1].mean()),
-            "max_mean_history_length": float(rows[:, 1].max()), "max_history_length": int(rows[:, 3].max()),
-            "strain_at_max_mean_history": float(rows[int(np.argmax(rows[:, 1])), 4] / steps * test["total_strain"]),
-            "xi_kuhn": xi * sim.mu,
-            "store_bytes": int(rows[:, 2].max()), "particle_steps_per_s": sim.n * steps / total,
-            "n_particles": sim.n, "steps": steps, "xi": xi}
+    r = {"total_s": total, "wall_s": wall, "force_s": force, "split_total_s": split_total,
+         "split_run_identical": same, "particle_steps_per_s": sim.n * steps / total}
+    r.update(_statistics(sim, test, rows, steps, xi))
+    return r, sim.pos.copy()
+
+
+def run_interleaved(packing_path, cases, steps, measure_every, chunk, compact_every=0):
+    """The cases' full tests side by side in this process, advanced in turns of `chunk` steps
+    (ABBA: the order of the cases reverses every turn) and timed turn by turn; each case's
+    `total_s` is the sum of its turns. Whatever the rest of a shared machine does to the speed of
+    this one lasts seconds to minutes (session 9: the same jaeger test took 43.7 to 56.9 s within
+    fifteen minutes, mindlin 35.5 to 40.4 s), so it slows both cases of a turn alike and their
+    ratio keeps only what the laws cost, where the ratio of two runs made a minute apart also
+    carries the machine's drift in between. Each turn is a call of Simulation.run with the same
+    measurement callback: the same run_steps calls as the straight run, so the same trajectory
+    bit for bit (returned: the final positions, compared by the caller)."""
+    for law, xi in cases:
+        warm_up(packing_path, law, xi, steps, compact_every)
+    sims = []
+    for law, xi in cases:
+        sim, test = _started(packing_path, law, xi, steps, compact_every)
+        rows = []
+        measure = _recorder(test, rows)
+        sim.run(0)
+        measure(sim)
+        sims.append((sim, test, rows, measure, []))
+    done = 0
+    turn = 0
+    while done < steps:
+        n = min(chunk, steps - done)
+        for sim, test, rows, measure, times in (sims if turn % 2 == 0 else sims[::-1]):
+            c0 = time.process_time()
+            sim.run(n, callback=measure, every=measure_every, phase=test["start_step"])
+            times.append(time.process_time() - c0)
+        done += n
+        turn += 1
+    out = {}
+    for (law, xi), (sim, test, rows, measure, times) in zip(cases, sims):
+        r = {"total_s": float(sum(times)), "turn_s": times}
+        r.update(_statistics(sim, test, rows, steps, xi))
+        out[(law, xi)] = (r, sim.pos.copy())
+    return out
 
 
 def best_of(runs):
@@ -160,6 +217,39 @@ def best_of(runs):
     return r
 
 
+def interleaved_passes(cache, cases, steps, measure_every, chunk, compact_every, passes, final_pos):
+    """`passes` interleaved runs of the cases (run_interleaved), summarised: every pass's totals,
+    the jaeger/mindlin ratio of each pass and their median, and the spread of the ratio of the
+    single turns (how much the two laws' costs move together within a pass)."""
+    res = {"chunk_steps": chunk, "passes": passes, "laws": {}}
+    per_pass = []
+    for k in range(passes):
+        out = run_interleaved(cache, cases, steps, measure_every, chunk, compact_every)
+        per_pass.append(out)
+        print(f"interleaved pass {k + 1}/{passes} ({chunk} steps a turn): "
+              + ", ".join(f"{law} {out[(law, xi)][0]['total_s']:.1f} s" for law, xi in cases), flush=True)
+    for law, xi in cases:
+        rs = [out[(law, xi)][0] for out in per_pass]
+        res["laws"][law] = {
+            "total_s_runs": [r["total_s"] for r in rs],
+            "total_s": float(np.median([r["total_s"] for r in rs])),
+            "turn_s": [r["turn_s"] for r in rs],
+            "same_trajectory_as_straight_run": all(
+                np.array_equal(out[(law, xi)][1], final_pos[(law, xi)]) for out in per_pass),
+        }
+    if "jaeger" in res["laws"] and "mindlin" in res["laws"]:
+        J, M = res["laws"]["jaeger"], res["laws"]["mindlin"]
+        ratios = [j / m for j, m in zip(J["total_s_runs"], M["total_s_runs"])]
+        turns = np.array([j / m for jt, mt in zip(J["turn_s"], M["turn_s"]) for j, m in zip(jt, mt)])
+        res["ratio_total_jaeger_over_mindlin_passes"] = ratios
+        res["ratio_total_jaeger_over_mindlin"] = float(np.median(ratios))
+        res["turn_ratio_quartiles"] = [float(q) for q in np.percentile(turns, [25, 50, 75])]
+        print(f"jaeger/mindlin interleaved: total {res['ratio_total_jaeger_over_mindlin']:.3f} "
+              f"(median of {passes} passes: {', '.join(f'{x:.3f}' for x in ratios)}); single turns, "
+              f"quartiles {', '.join(f'{q:.2f}' for q in res['turn_ratio_quartiles'])}", flush=True)
+    return res
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1000 spheres, 8000 steps")
@@ -170,9 +260,13 @@ def main(argv=None):
                     help="steps between compactions of the history store (0: the engine's default, -1: never)")
     ap.add_argument("--xi", default="0.1,0.2,0.4", help="extra jaeger runs with these xi ('' for none)")
     ap.add_argument("--repeats", type=int, default=1, help="runs of every case, best time reported (>= 1)")
+    ap.add_argument("--interleave", type=int, default=400,
+                    help="steps per turn of the interleaved runs of the laws (0: none; else >= 1)")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {args.repeats}")
+    if args.interleave < 0:
+        ap.error(f"--interleave must be >= 0 (0: no interleaved runs), got {args.interleave}")
     try:
         extra_xi = [float(x) for x in args.xi.split(",") if x.strip()]
     except ValueError:
@@ -192,12 +286,14 @@ def main(argv=None):
     if "jaeger" in args.laws:
         cases += [("jaeger", x) for x in extra_xi]
     runs = {case: [] for case in cases}
+    final_pos = {}
     for rnd in range(args.repeats):
         # every other round in reverse order, so that no law always runs first (the first run of a
         # process or after a pause of the machine is the slower one at times)
         for law, xi in (cases if rnd % 2 == 0 else cases[::-1]):
-            r = run_law(cache, law, xi, steps, max(steps // 100, 1), args.compact_every)
+            r, pos = run_law(cache, law, xi, steps, max(steps // 100, 1), args.compact_every)
             runs[(law, xi)].append(r)
+            final_pos.setdefault((law, xi), pos)
             print(f"{'' if args.repeats == 1 else f'round {rnd + 1}/{args.repeats} '}"
                   f"{law:15s} xi={xi:.1f}: total {r['total_s']:.1f} s, force {r['force_s']:.1f} s, "
                   f"{r['mean_contacts']:.0f} contacts, mean history {r['mean_history_length']:.1f} "
@@ -222,6 +318,10 @@ def main(argv=None):
         print(f"jaeger/mindlin: total {results['ratio_total_jaeger_over_mindlin']:.2f} best against best, "
               f"{results['ratio_total_median_of_rounds']:.2f} median of {len(rounds)} rounds (Kuhn 1.49); "
               f"force {results['ratio_force_jaeger_over_mindlin']:.2f}")
+    if args.interleave > 0:
+        results["interleaved"] = interleaved_passes(cache, [c for c in cases if c[1] == 0.0], steps,
+                                                    max(steps // 100, 1), args.interleave, args.compact_every,
+                                                    args.repeats, final_pos)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
         print(f"wrote {args.json}")

@@ -11,7 +11,7 @@ indices). The minimum image is checked against the textbook d - L floor(d / L + 
 import numpy as np
 
 from graindem.contact import state as S
-from graindem.contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE
+from graindem.contact.store import HOT_POINTS, M_CAPACITY, M_FREE_HEAD, M_LIVE
 from graindem.engine import kernels as K
 from graindem.engine.simulation import Simulation
 
@@ -89,14 +89,23 @@ def test_compaction_keeps_every_history_and_leaves_a_sequential_free_list():
     assert _stacks(sim.pist, m, st.pts, st.nxt) == before_pairs
     assert _stacks(sim.wist, nw_rows, st.pts, st.nxt) == before_walls
     assert st.n_live == live
-    # live points now fill 0..live-1, a row's points consecutive, bottom first, rows in order
-    heads = [int(h) for h in sim.pist[:m, S.I_HEAD]] + [int(h) for h in sim.wist[:, S.I_HEAD]]
-    lengths = [int(x) for x in sim.pist[:m, S.I_LEN]] + [int(x) for x in sim.wist[:, S.I_LEN]]
+    # live points now fill 0..live-1: the pair rows' points, then the wall rows'; in each set first
+    # the top HOT_POINTS points of every stack, rows in order, then the rest of every stack, rows in
+    # order; a stack's points consecutive in each region, bottom first
     pos = 0
-    for h, length in zip(heads, lengths):
-        assert h == (pos + length - 1 if length else -1)
-        pos += length
+    for ist, rows in ((sim.pist, m), (sim.wist, nw_rows)):
+        lengths = [int(x) for x in ist[:rows, S.I_LEN]]
+        hot = pos
+        rest = pos + sum(min(n, HOT_POINTS) for n in lengths)
+        for row, n in enumerate(lengths):
+            k = min(n, HOT_POINTS)
+            expected = list(range(rest, rest + n - k)) + list(range(hot, hot + k))
+            assert st.chain(int(ist[row, S.I_HEAD])) == expected, row
+            hot += k
+            rest += n - k
+        pos = rest
     assert pos == live
+    assert any(n > HOT_POINTS for n in sim.pist[:m, S.I_LEN])   # the rest region is exercised
     assert _free_list(st.nxt, st.meta) == list(range(live, int(st.meta[M_CAPACITY])))
 
 

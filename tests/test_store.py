@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graindem.contact.store import (BYTES_PER_POINT, M_CAPACITY, M_FREE_HEAD, M_LIVE, M_PEAK, PT_DELTA, PT_N,
-                                    PT_PX, PT_PY, HistoryStore, link_next, link_slip, pop, push, release,
+from graindem.contact.store import (BYTES_PER_POINT, HOT_POINTS, M_CAPACITY, M_FREE_HEAD, M_LIVE, M_PEAK, PT_DELTA,
+                                    PT_N, PT_PX, PT_PY, HistoryStore, link_next, link_slip, pop, push, release,
                                     remove_below, set_slip, stack_length)
 
 
@@ -225,7 +225,11 @@ def test_compact_lays_stacks_out_contiguously_and_keeps_them():
     assert _stacks_with_rows(s, ist) == model
     check_integrity(s, ist[:, 0])
     assert id(s.pts) == pts_id and id(s.nxt) == nxt_id          # rewritten in place
-    pos = 0
+    # the layout: the top HOT_POINTS points of every stack in row order, then the rest of every
+    # stack in row order; in each region a stack's points consecutive, bottom first
+    hot = 0
+    rest = sum(min(len(m), HOT_POINTS) for m in model)
+    assert max(len(m) for m in model) > HOT_POINTS
     for c in range(n):
         k = len(model[c])
         if k == 0:
@@ -236,9 +240,11 @@ def test_compact_lays_stacks_out_contiguously_and_keeps_them():
         while i >= 0:
             idx.append(i)
             i = int(link_next(s.nxt, i))
-        assert idx == list(range(pos + k - 1, pos - 1, -1))
-        pos += k
-    assert free_list(s) == list(range(pos, s.capacity))
+        m = min(k, HOT_POINTS)
+        assert idx == list(range(hot + m - 1, hot - 1, -1)) + list(range(rest + k - m - 1, rest - 1, -1))
+        hot += m
+        rest += k - m
+    assert free_list(s) == list(range(rest, s.capacity))
     assert not np.array_equal(heads_before, ist[:, 0])           # the test did scatter the stacks
     # the compacted store keeps working
     ist[0, 0] = do_push(s, ist[0, 0], (1.0, 2.0, 3.0, 4.0, True))
