@@ -1,8 +1,9 @@
 """The pair pass's branch-free row selection (kernels._select_rows, session 6).
 
 The kinematics visit only the rows the selection lists; the rows found touching must be exactly
-those whose spheres overlap, and the run must be bit for bit the one the plain scan over every
-row gives (the selection only skips rows that neither touch nor hold state).
+those whose spheres overlap, and the run must be the one the plain scan over every row gives (the
+selection only skips rows that neither touch nor hold state): the same touching rows every step,
+the same state to rounding (see test_selected_pass_is_the_full_scan).
 
 References: the touching set from the positions by numpy (|x_j - x_i| < r_i + r_j), and the
 engine's own pass compiled without the selection (select=False), which visits every row.
@@ -122,7 +123,15 @@ def test_touching_rows_are_exactly_the_overlapping_pairs():
     assert len(seen) == 40 and min(seen) > 500
 
 
-def test_selected_pass_is_bit_for_bit_the_full_scan():
+def test_selected_pass_is_the_full_scan():
+    """Every step the two passes find the same touching rows, and the runs end in the same state.
+
+    The state is compared to 1e-9 relative, not bit for bit: the two passes are separately compiled
+    copies of the same source, and with fastmath LLVM may fuse a multiply-add in one and not in the
+    other. Session 9: on the fallback lattice (a clone without ../shared/data) a frame quaternion
+    component differed by 3e-21 after two steps, the velocities by 3e-16 after 300; on the settled
+    packing the runs were bit for bit the same. A row the selection wrongly skipped would lose a
+    whole contact force, a difference of order one."""
     a = _bottom_layer()
     b = _bottom_layer()
     sa = list(_scratch(a))
@@ -134,7 +143,12 @@ def test_selected_pass_is_bit_for_bit_the_full_scan():
         openings += int(np.sum((sa[3][:npairs] != 0) & (d2 >= rs2)))
         _step(a, K.pair_forces, sa)
         _step(b, _pair_forces_full_scan, sb)
+        m = int(a.ictl[K.ICTL_NPAIRS])
+        assert m == int(b.ictl[K.ICTL_NPAIRS])
+        np.testing.assert_array_equal(a.pfs[:m, S.F_DELTA] > 0.0, b.pfs[:m, S.F_DELTA] > 0.0)
     # the shaking opens contacts, so the selection's `live` branch is exercised
     assert openings > 0
-    for name in ("pos", "vel", "omega", "quat", "pfs", "pist", "pcq", "wfs", "wcq", "acc"):
-        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.pist, b.pist)
+    for name in ("pos", "vel", "omega", "quat", "pfs", "pcq", "wfs", "wcq", "acc"):
+        x, y = getattr(a, name), getattr(b, name)
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9 * float(np.max(np.abs(y))), err_msg=name)
