@@ -36,9 +36,10 @@ cases with xi = 0. A pass runs the laws' full tests side by side in this process
 `interleaved`, each law's `total_s_runs` holds every pass's sum of turns and `total_s` their median;
 `ratio_total_jaeger_over_mindlin` there is the median of the passes' ratios. Each turn is the same
 Simulation.run call as in the straight run, so the trajectory is the same bit for bit
-(`same_trajectory_as_straight_run`). Session 9: passes of 1.27-1.32 (median 1.284 at HEAD, three passes)
-where the straight rounds of the same hours scattered from 1.08 to 1.50. The interleaved ratio is the
-one the goal of the issue is judged by.
+(`same_trajectory_as_straight_run`). Session 9: passes of 1.28-1.34 (six at HEAD, median 1.30) where the
+straight rounds of the same hours scattered from 1.08 to 1.50: interleaving removes the drift between runs,
+not the machine's state during a pass, which moves the ratio itself (jaeger streams more memory and loses
+more when the machine is slow). The interleaved ratio is the one the goal of the issue is judged by.
 --xi: the extra jaeger runs with xi > 0 (default 0.1,0.2,0.4; an empty string for none).
 Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
 measurements; `mean_history_length` the mean over contacts and measurements (the time mean);
