@@ -177,10 +177,9 @@ def _compact_into(nxt, ist, pts, new_pts, new_nxt, new_heads, pos):
             else:
                 q = r + n_rest - 1 - (k - m)
             below = nxt[i] >> 1
+            # the point below is the next slot down in the same region, except below the lowest hot point
             if below < 0:
                 nq = -1
-            elif k + 1 < m:
-                nq = q - 1
             elif k + 1 == m:
                 nq = r + n_rest - 1
             else:
