@@ -151,4 +151,6 @@ def test_selected_pass_is_the_full_scan():
     np.testing.assert_array_equal(a.pist, b.pist)
     for name in ("pos", "vel", "omega", "quat", "pfs", "pcq", "wfs", "wcq", "acc"):
         x, y = getattr(a, name), getattr(b, name)
-        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-9 * float(np.max(np.abs(y))), err_msg=name)
+        # the absolute floor scaled per column: pfs holds overlaps (~1e-6 m) beside forces
+        scale = np.max(np.abs(y), axis=0) if y.ndim == 2 else np.max(np.abs(y))
+        np.testing.assert_array_less(np.abs(x - y), 1e-9 * (np.abs(y) + scale) + 1e-300, err_msg=name)
