@@ -36,7 +36,7 @@ cases with xi = 0. A pass runs the laws' full tests side by side in this process
 `interleaved`, each law's `total_s_runs` holds every pass's sum of turns and `total_s` their median;
 `ratio_total_jaeger_over_mindlin` there is the median of the passes' ratios. Each turn is the same
 Simulation.run call as in the straight run, so the trajectory is the same bit for bit
-(`same_trajectory_as_straight_run`). Session 9: passes of 1.28-1.34 (six at HEAD, median 1.30) where the
+(`same_trajectory_as_straight_run`). Session 9: passes of 1.28-1.34 (six with the engine of 763f9c6, median 1.30) where the
 straight rounds of the same hours scattered from 1.08 to 1.50: interleaving removes the drift between runs,
 not the machine's state during a pass, which moves the ratio itself (jaeger streams more memory and loses
 more when the machine is slow). The interleaved ratio is the one the goal of the issue is judged by.
@@ -136,6 +136,16 @@ def _recorder(test, rows):
     return measure
 
 
+def _recording(packing_path, law, xi, steps, compact_every):
+    """A started test, its measurement callback and the rows it fills, the first row taken."""
+    sim, test = _started(packing_path, law, xi, steps, compact_every)
+    rows = []
+    measure = _recorder(test, rows)
+    sim.run(0)
+    measure(sim)
+    return sim, test, rows, measure
+
+
 def _statistics(sim, test, rows, steps, xi):
     rows = np.array(rows, dtype=float)
     return {"mean_contacts": float(rows[:, 0].mean()), "mean_history_length": float(rows[:, 1].mean()),
@@ -147,11 +157,7 @@ def _statistics(sim, test, rows, steps, xi):
 
 def run_law(packing_path, law, xi, steps, measure_every, compact_every=0):
     warm_up(packing_path, law, xi, steps, compact_every)
-    sim, test = _started(packing_path, law, xi, steps, compact_every)
-    rows = []
-    measure = _recorder(test, rows)
-    sim.run(0)
-    measure(sim)
+    sim, test, rows, measure = _recording(packing_path, law, xi, steps, compact_every)
     w0 = time.perf_counter()
     c0 = time.process_time()
     sim.run(steps, callback=measure, every=measure_every, phase=test["start_step"])
@@ -181,12 +187,7 @@ def run_interleaved(packing_path, cases, steps, measure_every, chunk, compact_ev
         warm_up(packing_path, law, xi, steps, compact_every)
     sims = []
     for law, xi in cases:
-        sim, test = _started(packing_path, law, xi, steps, compact_every)
-        rows = []
-        measure = _recorder(test, rows)
-        sim.run(0)
-        measure(sim)
-        sims.append((sim, test, rows, measure, []))
+        sims.append(_recording(packing_path, law, xi, steps, compact_every) + ([],))
     done = 0
     turn = 0
     while done < steps:
