@@ -184,6 +184,8 @@ def _compact_into(nxt, ist, pts, new_pts, new_nxt, new_heads, pos):
                 nq = r + n_rest - 1
             else:
                 nq = q - 1
+            # the four PT_* columns written out: a loop over pts.shape[1] made the compaction 8-10 %
+            # slower (session 10, 108 500 live points, 1.19-1.35 against 1.26-1.49 ms)
             new_pts[q, 0] = pts[i, 0]
             new_pts[q, 1] = pts[i, 1]
             new_pts[q, 2] = pts[i, 2]
