@@ -39,7 +39,8 @@ Simulation.run call as in the straight run, so the trajectory is the same bit fo
 (`same_trajectory_as_straight_run`). Session 9: passes of 1.28-1.34 (six with the engine of 763f9c6, median 1.30) where the
 straight rounds of the same hours scattered from 1.08 to 1.50: interleaving removes the drift between runs,
 not the machine's state during a pass, which moves the ratio itself (jaeger streams more memory and loses
-more when the machine is slow). The interleaved ratio is the one the goal of the issue is judged by.
+more when the machine is slow); session 11, on a host numba compiles for as znver4: nine passes of 1.33-1.40
+(median 1.37). The interleaved ratio is the one the goal of the issue is judged by.
 --xi: the extra jaeger runs with xi > 0 (default 0.1,0.2,0.4; an empty string for none).
 Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
 measurements; `mean_history_length` the mean over contacts and measurements (the time mean);
