@@ -281,7 +281,7 @@ def test_free_spin_orientation_is_the_exact_rotation(turn_per_step):
     |omega| k dt about omega applied to the start (q <- exp(omega dt / 2) q, spatial spin): closed form
     (cos(theta/2), sin(theta/2) omega/|omega|) * q0. Two sizes of turn per step: the Taylor branch of
     kernels._turn_orientations and the sine/cosine branch. Tolerance: one rounding per step, 2000 steps."""
-    from graindem.contact.frames import quat_mul
+    from graindem.core.rotations import quat_mul
     dt = 1e-6
     rng = np.random.default_rng(2)
     axes = rng.normal(size=(3, 3))

@@ -12,7 +12,7 @@ import pytest
 
 from graindem.contact import ContactBatch
 from graindem.contact import state as S
-from graindem.contact.laws import JAEGER, PREFETCH_MIN_POINTS, _advance_jaeger, advance_contacts
+from graindem.contact.laws import JAEGER, PREFETCH_MIN_POINTS, advance_jaeger, advance_contacts
 from graindem.contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE, M_PEAK
 
 # Section 8.1: R1 = R2 = 2, E = 1.5, nu = 0 (kappa = 1, N = delta^1.5), mu = 0.5; shifts along x.
@@ -121,7 +121,7 @@ def test_prefetch_walk_changes_nothing():
                 while start < n:
                     b.store.ensure_free(n - start)
                     st = b.store
-                    start = _advance_jaeger(b.prm, b.fs, b.ist, delta, ds, st.pts, st.nxt, st.meta, start, prefetch)
+                    start = advance_jaeger(b.prm, b.fs, b.ist, delta, ds, st.pts, st.nxt, st.meta, start, prefetch)
             runs.append(b)
         a, p = runs
         assert np.array_equal(a.fs, p.fs) and np.array_equal(a.ist, p.ist)

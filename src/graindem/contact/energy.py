@@ -76,7 +76,7 @@ from numba.extending import intrinsic
 
 from .._jit import njit
 from . import state as S
-from .jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SLIP, F_SX, F_SY, _inside_cone, _lower_end_test
+from .jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SLIP, F_SX, F_SY, inside_cone, lower_end_test
 from .store import PT_DELTA, PT_N, PT_PX, PT_PY
 
 
@@ -223,7 +223,7 @@ def jaeger_probe(prm, fs, ist, c, pts, nxt, delta, dsx, dsy):
     ry = tgt_y - sy
     r2 = rx * rx + ry * ry
     reach = kappa * mu * d_adv + eta
-    if _inside_cone(r2, reach):
+    if inside_cone(r2, reach):
         if d_adv > eps * delta:
             rn = math.sqrt(r2)
             inv = 1.0 / (kappa * d_adv)
@@ -254,7 +254,7 @@ def jaeger_probe(prm, fs, ist, c, pts, nxt, delta, dsx, dsy):
             wy = tgt_y - sly
             w2 = wx * wx + wy * wy
             reach_low = kappa * mu * (delta - dl)
-            superseded, cut_below = _lower_end_test(reach_low, eta, w2)
+            superseded, cut_below = lower_end_test(reach_low, eta, w2)
             if cut_below:
                 # superseded segment (h_low < -eta) or a cut at its lower end (tie): drop it
                 sx = slx

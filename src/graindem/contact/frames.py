@@ -23,57 +23,7 @@ pair moving as one rigid body is exactly zero (the centres are r_i + r_j - delta
 import math
 
 from .._jit import njit
-
-
-@njit
-def quat_mul(aw, ax, ay, az, bw, bx, by, bz):
-    """Hamilton product a * b (apply b first, then a)."""
-    return (aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw)
-
-
-@njit
-def quat_rotate(w, x, y, z, vx, vy, vz):
-    """R(q) v for a unit quaternion q (local -> global)."""
-    # v' = v + 2 w (u x v) + 2 u x (u x v), u = (x, y, z): no trigonometry, 15 multiplies
-    tx = 2.0 * (y * vz - z * vy)
-    ty = 2.0 * (z * vx - x * vz)
-    tz = 2.0 * (x * vy - y * vx)
-    return (vx + w * tx + (y * tz - z * ty),
-            vy + w * ty + (z * tx - x * tz),
-            vz + w * tz + (x * ty - y * tx))
-
-
-@njit
-def quat_rotate_inv(w, x, y, z, vx, vy, vz):
-    """R(q)^T v (global -> local)."""
-    return quat_rotate(w, -x, -y, -z, vx, vy, vz)
-
-
-@njit
-def quat_from_normal(nx, ny, nz):
-    """The minimal rotation carrying e_z onto the unit vector n (a fresh contact's frame)."""
-    if nz >= 0.0:
-        w = 1.0 + nz
-        x = -ny
-        y = nx
-        inv = 1.0 / math.sqrt(w * w + x * x + y * y)
-        return (w * inv, x * inv, y * inv, 0.0)
-    # southern hemisphere: half turn about x (e_z -> -e_z), then the short way from -e_z to n,
-    # which stays well conditioned where 1 + nz vanishes
-    w = 1.0 - nz
-    x = ny
-    y = -nx
-    inv = 1.0 / math.sqrt(w * w + x * x + y * y)
-    return quat_mul(w * inv, x * inv, y * inv, 0.0, 0.0, 1.0, 0.0, 0.0)
-
-
-@njit
-def quat_normal(w, x, y, z):
-    """The local z axis of the frame q in global coordinates (the contact normal it holds)."""
-    return (2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y))
+from ..core.rotations import quat_from_normal, quat_mul, quat_normal, quat_rotate, quat_rotate_inv
 
 
 @njit(_nrt=False)

@@ -184,7 +184,7 @@ def _push_reusing(pts, nxt, meta, head, spare, delta, N, px, py, slip):
 
 
 @njit(_nrt=False, inline="always")
-def _inside_cone(r2, reach):
+def inside_cone(r2, reach):
     """|r| <= reach for r2 = |r|^2: compared squared (no square root) where the square keeps its
     range; a reach below ~1e-150 or above ~1e150 would lose it, so such a reach is compared plainly."""
     if 1e-150 < reach < 1e150:
@@ -193,7 +193,7 @@ def _inside_cone(r2, reach):
 
 
 @njit(_nrt=False, inline="always")
-def _lower_end_test(reach_low, eta, w2):
+def lower_end_test(reach_low, eta, w2):
     """(superseded, cut_below) of the cone function at a segment's lower end, h_low = reach_low -
     |w|: superseded when h_low < -eta, the cut at or below that end when h_low <= eta. Compared
     squared (no square root on the slip path) where the squares keep their range."""
@@ -324,7 +324,7 @@ def _supersede_two_and_cut(prm, fs, ist, cu, delta, n_new, kappa, mu, eta, tgt, 
     s3y = 0.0 if at_origin else s2y - kappa * b2y * dx_b2
     wx = tgt_x - s3x
     wy = tgt_y - s3y
-    _, cut_below = _lower_end_test(kappa * mu * (delta - d_b3), eta, wx * wx + wy * wy)
+    _, cut_below = lower_end_test(kappa * mu * (delta - d_b3), eta, wx * wx + wy * wy)
     if cut_below:
         return False
     d_j = delta - d_b2
@@ -420,7 +420,7 @@ def _supersede_and_cut(prm, fs, ist, cu, delta, n_new, kappa, mu, eta, tgt_x, tg
     s1y = sy - kappa * py * dx_top
     wx = tgt_x - s1x
     wy = tgt_y - s1y
-    superseded, _ = _lower_end_test(kappa * mu * (delta - dl), eta, wx * wx + wy * wy)
+    superseded, _ = lower_end_test(kappa * mu * (delta - dl), eta, wx * wx + wy * wy)
     if not superseded:
         return False
     # head and below are points (>= 0) here: unsigned indices skip numba's wraparound arithmetic
@@ -438,7 +438,7 @@ def _supersede_and_cut(prm, fs, ist, cu, delta, n_new, kappa, mu, eta, tgt_x, tg
     s2y = 0.0 if at_origin else s1y - kappa * by * dx_b
     wx = tgt_x - s2x
     wy = tgt_y - s2y
-    superseded_b, cut_below = _lower_end_test(kappa * mu * (delta - d_b2), eta, wx * wx + wy * wy)
+    superseded_b, cut_below = lower_end_test(kappa * mu * (delta - d_b2), eta, wx * wx + wy * wy)
     if cut_below:
         if superseded_b and not at_origin:
             return _supersede_two_and_cut(prm, fs, ist, cu, delta, n_new, kappa, mu, eta, (tgt_x, tgt_y), head,
@@ -501,7 +501,7 @@ def _slide_from_origin(fs, cu, delta, n_new, kappa, mu, eta, tgt_x, tgt_y, head,
     tgt_x = _opaque(tgt_x)
     tgt_y = _opaque(tgt_y)
     w2 = tgt_x * tgt_x + tgt_y * tgt_y
-    superseded, _ = _lower_end_test(kappa * mu * delta, eta, w2)
+    superseded, _ = lower_end_test(kappa * mu * delta, eta, w2)
     wn = math.sqrt(w2)
     # an absurdly large shift (|w|^2 overflows) goes the general way, which keeps its direction
     if not superseded or wn == math.inf:
@@ -558,7 +558,7 @@ def _new_elastic_segment(prm, fs, ist, cu, delta, n_new, kappa, mu, eta, tgt_x, 
     ry = tgt_y - sy
     r2 = rx * rx + ry * ry
     reach = kappa * mu * d_adv + eta
-    if not (_inside_cone(r2, reach) and d_adv > EPS * delta):
+    if not (inside_cone(r2, reach) and d_adv > EPS * delta):
         return False
     rn = math.sqrt(r2)
     inv = 1.0 / (kappa * d_adv)
@@ -702,7 +702,7 @@ def _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, fast_path):
     r2 = rx * rx + ry * ry
     reach = kappa * mu * d_adv + eta
     # Compared squared: the slip branch never needs |r| (most real steps slip). The square of a
-    if _inside_cone(r2, reach):
+    if inside_cone(r2, reach):
         if d_adv > EPS * delta:
             # 4a: one new segment straight to the target.
             rn = math.sqrt(r2)
@@ -739,7 +739,7 @@ def _step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta, fast_path):
             sly = 0.0 if at_origin else sy - kappa * py * (dk - dl)
             wx = tgt_x - slx
             wy = tgt_y - sly
-            superseded, cut_below = _lower_end_test(kappa * mu * (delta - dl), eta, wx * wx + wy * wy)
+            superseded, cut_below = lower_end_test(kappa * mu * (delta - dl), eta, wx * wx + wy * wy)
             if cut_below:
                 # 5c (h_low < -eta: superseded) or 5d (a tie: the cut is at delta_{j-1}): remove point j
                 (head, spare, sx, sy, tx, ty, ux, uy, dk, nk, px, py, slip, dl, nl) = _descend(

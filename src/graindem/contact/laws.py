@@ -209,25 +209,25 @@ def _prefetch(typingctx, arr, idx):
 
 # How many contacts ahead the batched kernel prefetches a contact's top history point, the point
 # below it and the one below that (each stage reads the link the previous stage brought in).
-# Measured at 20 000 jaeger contacts, time per update: 289 ns without, 221 ns with (8, 4, -),
-# 195 ns with (24, 12, 4) (session 2); session 4, recorded biaxial trace at 20 000 contacts:
-# (16, 8, 3) to (48, 24, 8) alike within the noise.
+# At 20 000 jaeger contacts, time per update: 289 ns without, 221 ns with (8, 4, -), 195 ns with
+# (24, 12, 4); on a recorded biaxial trace of 20 000 contacts (16, 8, 3) to (48, 24, 8) are alike
+# within the noise.
 PREFETCH_TOP = 24
 PREFETCH_BELOW = 12
 PREFETCH_BELOW2 = 4
 # Prefetch only for a store of at least this many points (2.4 MB with the links, about one
 # core's L2): below it everything is in cache and the walk is pure overhead. Recorded trace, time
-# per update without/with the walk: 2000 contacts (16 000 points) 0.84/0.88 of session 3's kernel,
-# 5000 (40 000) equal, 10 000 (80 000) 0.99/0.90, 20 000 (160 000) 1.04/0.89.
+# per update without/with the walk, relative to a kernel without prefetching: 2000 contacts (16 000
+# points) 0.84/0.88, 5000 (40 000) equal, 10 000 (80 000) 0.99/0.90, 20 000 (160 000) 1.04/0.89.
 PREFETCH_MIN_POINTS = 1 << 16
 
 
 @njit(_nrt=False, inline="always")
-def _prefetch_stacks(pts, nxt, meta, h_top, h_below, h_below2):
+def prefetch_stacks(pts, nxt, meta, h_top, h_below, h_below2):
     """Hint the free point, the top point of the stack headed h_top, the point below the top of
     stack h_below and the one below that of stack h_below2 (each stage reads links an earlier
     stage brought in). Shared by the batched kernel (_prefetch_ahead) and the engine's jaeger force
-    pass (engine.kernels._prefetch_store_ahead), which differ only in how they find the rows ahead.
+    pass (engine.pair_pass._prefetch_store_ahead), which differ only in how they find the rows ahead.
 
     Branch-free: a head of -1 (no history) or a bottom link of -1 only aims a hint at the element
     before the array (a prefetch never faults), and nxt[-1] wraps to a valid element whose value is
@@ -247,26 +247,25 @@ def _prefetch_stacks(pts, nxt, meta, h_top, h_below, h_below2):
 @njit(_nrt=False, inline="always")
 def _prefetch_ahead(ist, pts, nxt, meta, c, n):
     """Hint the top three history points of the contacts PREFETCH_TOP, _BELOW and _BELOW2 ahead,
-    and the free point (_prefetch_stacks).
+    and the free point (prefetch_stacks).
 
-    The branch-free walk replaced tests that mispredicted on the many one-point histories of gross
-    sliding (recorded biaxial trace at 20 000 contacts: 70 -> 61 ns an update, with jaeger.step's
-    spare point, which alone measured nothing). The row indices are unsigned (c >= start >= 0,
-    checked by advance_contacts), which spares numba's wraparound arithmetic for negative indices:
-    session 5, recorded trace at 20 000 contacts, x0.95-0.97 per jaeger update with the store
-    compacted every 100 steps, x0.985 never compacted; no effect on results."""
-    _prefetch_stacks(pts, nxt, meta, ist[np.uint64(min(c + PREFETCH_TOP, n - 1)), S.I_HEAD],
+    Branch-free: tests would mispredict on the many one-point histories of gross sliding (recorded
+    biaxial trace at 20 000 contacts: 61 ns an update against 70 with tests). The row indices are
+    unsigned (c >= start >= 0, checked by advance_contacts), which spares numba's wraparound
+    arithmetic for negative indices (x0.95-0.97 per jaeger update on the same trace); no effect on
+    results."""
+    prefetch_stacks(pts, nxt, meta, ist[np.uint64(min(c + PREFETCH_TOP, n - 1)), S.I_HEAD],
                      ist[np.uint64(min(c + PREFETCH_BELOW, n - 1)), S.I_HEAD],
                      ist[np.uint64(min(c + PREFETCH_BELOW2, n - 1)), S.I_HEAD])
 
 
 # Each law without energy accounting has its own loop (a function of its own): in one loop for all
-# laws the code of one law changed the register allocation and layout of the others (mindlin
-# measured ~8 % slower after an edit of jaeger alone). The law kernels are inlined, as in the
-# engine's force loop (engine.kernels._step_<law>): the call of contact_step (~80 scalar arguments)
-# cost 13-15 ns an update, for mindlin 40 % of its time. An opening goes straight to `separate`, as
-# contact_step does without energy accounting (calling contact_step there inlined its energy
-# integrators into every loop: minutes of compilation).
+# laws the code of one law changes the register allocation and layout of the others (an edit of
+# jaeger alone can make mindlin ~8 % slower). The law kernels are inlined, as in the engine's force
+# loop (contact.rows.step_<law>): a call of contact_step (~80 scalar arguments) costs 13-15 ns an
+# update, for mindlin 40 % of its time. An opening goes straight to `separate`, as contact_step does
+# without energy accounting (calling contact_step there would inline its energy integrators into
+# every loop: minutes of compilation).
 
 @njit(_nrt=False, inline="always")
 def _advance_with(law_step, prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
@@ -287,7 +286,7 @@ def _advance_with(law_step, prm, fs, ist, delta, ds, pts, nxt, meta, start, pref
 
 
 @njit(_nrt=False)
-def _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
+def advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch):
     return _advance_with(jaeger.step, prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch)
 
 
@@ -326,7 +325,7 @@ def advance_contacts(law, prm, fs, ist, delta, ds, pts, nxt, meta, start):
     prefetch = history and pts.shape[0] >= PREFETCH_MIN_POINTS
     if prm.shape[0] > S.P_ENERGY and prm[S.P_ENERGY] == 0.0:
         if history:
-            return _advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch)
+            return advance_jaeger(prm, fs, ist, delta, ds, pts, nxt, meta, start, prefetch)
         if law == MINDLIN:
             return _advance_mindlin(prm, fs, ist, delta, ds, pts, nxt, meta, start)
         if law == MD_INCREMENTAL:

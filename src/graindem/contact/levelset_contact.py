@@ -1,7 +1,7 @@
 """Node-to-level-set contact for LS-DEM (Kawamoto et al. 2016; Feldfogel et al. 2024), numba kernels.
 
 Geometry. A surface node of grain O (world point x) is taken into grain P's body frame; phi_P there is
-the trilinear interpolant of the 8 surrounding grid values and g = grad phi_P (of the same interpolant,
+the trilinear interpolant of the 8 surrounding grid values (graindem.core.grid) and g = grad phi_P (of the same interpolant,
 rotated to the world frame). phi_P < 0 is a penetration delta = -phi_P.
 
 Normal force on O at x:  f_n = k_i delta g - c_i v_n n,  n = g/|g|.
@@ -39,6 +39,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..core.grid import trilinear
 
 LAW_NODE = 0
 LAW_AREA = 1
@@ -46,74 +47,13 @@ LAWS = {"node": LAW_NODE, "area": LAW_AREA}
 
 
 @njit
-def phi_grad_trilinear(phi, off, nx, ny, nz, ox, oy, oz, h, px, py, pz):
-    """(phi, dphi/dx, dphi/dy, dphi/dz, inside_grid) of the trilinear interpolant at body point p.
-
-    `phi` is a flat C-order array and the grid starts at index `off`; outside the grid returns
-    inside_grid = False (and phi = +inf): a node there is far from the surface of that grain.
-    """
-    ux = (px - ox) / h
-    uy = (py - oy) / h
-    uz = (pz - oz) / h
-    if ux < 0.0 or uy < 0.0 or uz < 0.0 or ux > nx - 1 or uy > ny - 1 or uz > nz - 1:
-        return np.inf, 0.0, 0.0, 0.0, False
-    i = min(int(ux), nx - 2)
-    j = min(int(uy), ny - 2)
-    k = min(int(uz), nz - 2)
-    fx = ux - i
-    fy = uy - j
-    fz = uz - k
-    sy = nz
-    sx = ny * nz
-    b = off + i * sx + j * sy + k
-    c000 = phi[b]
-    c001 = phi[b + 1]
-    c010 = phi[b + sy]
-    c011 = phi[b + sy + 1]
-    c100 = phi[b + sx]
-    c101 = phi[b + sx + 1]
-    c110 = phi[b + sx + sy]
-    c111 = phi[b + sx + sy + 1]
-    c00 = c000 + (c100 - c000) * fx
-    c01 = c001 + (c101 - c001) * fx
-    c10 = c010 + (c110 - c010) * fx
-    c11 = c011 + (c111 - c011) * fx
-    c0 = c00 + (c10 - c00) * fy
-    c1 = c01 + (c11 - c01) * fy
-    val = c0 + (c1 - c0) * fz
-    gz = (c1 - c0) / h
-    gy = ((c10 - c00) * (1.0 - fz) + (c11 - c01) * fz) / h
-    d00 = c100 - c000
-    d01 = c101 - c001
-    d10 = c110 - c010
-    d11 = c111 - c011
-    gx = ((d00 + (d10 - d00) * fy) * (1.0 - fz) + (d01 + (d11 - d01) * fy) * fz) / h
-    return val, gx, gy, gz, True
-
-
-@njit
-def quat_to_matrix(q, R):
-    """Rotation matrix (body -> world) of the unit quaternion q = (w, x, y, z), written into R."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
-    R[0, 1] = 2.0 * (x * y - w * z)
-    R[0, 2] = 2.0 * (x * z + w * y)
-    R[1, 0] = 2.0 * (x * y + w * z)
-    R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
-    R[1, 2] = 2.0 * (y * z - w * x)
-    R[2, 0] = 2.0 * (x * z - w * y)
-    R[2, 1] = 2.0 * (y * z + w * x)
-    R[2, 2] = 1.0 - 2.0 * (x * x + y * y)
-
-
-@njit
 def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
     """phi and gradient at many body points (benchmarks and tests of the kernel itself).
 
-    out[m, 4] = (phi, gx, gy, gz); points outside the grid get phi = inf.
+    out[m, 4] = (phi, gx, gy, gz), with core.grid's rule outside the grid.
     """
     for m in range(pts.shape[0]):
-        v, gx, gy, gz, ok = phi_grad_trilinear(phi, off, nx, ny, nz, ox, oy, oz, h, pts[m, 0], pts[m, 1], pts[m, 2])
+        v, gx, gy, gz, _ = trilinear(phi, off, nx, ny, nz, ox, oy, oz, h, pts[m, 0], pts[m, 1], pts[m, 2])
         out[m, 0] = v
         out[m, 1] = gx
         out[m, 2] = gy
@@ -121,7 +61,7 @@ def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
 
 
 @njit
-def _collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
+def collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
                       t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
                       sc_x, sc_g, sc_delta, sc_k, n_sc):
     """Append the nodes of grain o that penetrate grain p to the scratch arrays; returns the new count."""
@@ -165,8 +105,9 @@ def _collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t
         qx = m00 * bx + m01 * by + m02 * bz + tx
         qy = m10 * bx + m11 * by + m12 * bz + ty
         qz = m20 * bx + m21 * by + m22 * bz + tz
-        val, gx, gy, gz, ok = phi_grad_trilinear(t_phi, off, nx, ny, nz, ox, oy, oz, h, qx, qy, qz)
-        if not ok or val >= 0.0:
+        val, gx, gy, gz, inside = trilinear(t_phi, off, nx, ny, nz, ox, oy, oz, h, qx, qy, qz)
+        # a node outside p's grid is not in contact with p: the grid's margin holds every penetration
+        if not inside or val >= 0.0:
             continue
         wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
         wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
@@ -191,7 +132,7 @@ def _collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t
 
 
 @njit
-def _collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point, wall_normal, law,
+def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point, wall_normal, law,
                         k_normal, hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
     """Append the nodes of grain o below wall w to the scratch arrays; returns the new count."""
     to = tmpl[o]
@@ -226,7 +167,7 @@ def _collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall
 
 
 @njit
-def _apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, m_eff, zeta, kt_ratio, mu,
+def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, m_eff, zeta, kt_ratio, mu,
                    dt, step, pos, vel, omega, force, torque, shear, partner, last_step, wall_normal, cp_x,
                    cp_f, n_cp, energy):
     """Forces of the penetrating nodes in the scratch arrays (one grain pair or one grain-wall pair).

@@ -130,7 +130,7 @@ def stack_length(nxt, head):
 
 
 @njit(_nrt=False)
-def _thread_free(nxt, meta, start, stop):
+def thread_free(nxt, meta, start, stop):
     """Put points start..stop-1 on the free list (in index order)."""
     first = meta[M_FREE_HEAD]
     for i in range(stop - 1, start - 1, -1):
@@ -142,12 +142,12 @@ def _thread_free(nxt, meta, start, stop):
 # Compaction lays out the top HOT_POINTS points of every stack (the points a contact step reads and
 # writes: the top, the point below, the one below that) in a region of their own, in row order: a pass
 # over the contacts then streams through ~100 bytes per contact instead of touching the far end of
-# every contact's whole stack (session 9, 4096-sphere biaxial test, jaeger, see compact_store).
+# every contact's whole stack (4096-sphere biaxial test, jaeger: see engine.history.compact_store).
 HOT_POINTS = 3
 
 
 @njit(_nrt=False)
-def _compact_into(nxt, ist, pts, new_pts, new_nxt, new_heads, pos):
+def compact_into(nxt, ist, pts, new_pts, new_nxt, new_heads, pos):
     """Copy the stacks of the rows of `ist` into new_pts/new_nxt from index pos on; new heads go
     to new_heads. Returns the next free index, or -1 if a stack's length differs from its row's
     I_LEN (nothing is then valid).
@@ -184,8 +184,8 @@ def _compact_into(nxt, ist, pts, new_pts, new_nxt, new_heads, pos):
                 nq = r + n_rest - 1
             else:
                 nq = q - 1
-            # the four PT_* columns written out: a loop over pts.shape[1] made the compaction 8-10 %
-            # slower (session 10, 108 500 live points, 1.19-1.35 against 1.26-1.49 ms)
+            # the four PT_* columns written out: a loop over pts.shape[1] makes the compaction 8-10 %
+            # slower (108 500 live points: 1.26-1.49 against 1.19-1.35 ms)
             new_pts[q, 0] = pts[i, 0]
             new_pts[q, 1] = pts[i, 1]
             new_pts[q, 2] = pts[i, 2]
@@ -218,7 +218,7 @@ class HistoryStore:
         self.meta = np.zeros(N_META, dtype=np.int64)
         self.meta[M_FREE_HEAD] = -1
         self.meta[M_CAPACITY] = capacity
-        _thread_free(self.nxt, self.meta, 0, capacity)
+        thread_free(self.nxt, self.meta, 0, capacity)
 
     @property
     def capacity(self):
@@ -248,13 +248,13 @@ class HistoryStore:
         nxt[:old] = self.nxt
         self.pts, self.nxt = pts, nxt
         self.meta[M_CAPACITY] = new
-        _thread_free(self.nxt, self.meta, old, new)
+        thread_free(self.nxt, self.meta, old, new)
         return True
 
     def compact(self, *ists):
         """Lay every live history out contiguously: the stacks of the rows of `ists` (int state
         arrays, rows (I_HEAD, I_LEN, ...); together they must own every live point), in row order,
-        each array's rows as `_compact_into` lays them out (the top HOT_POINTS points of every
+        each array's rows as `compact_into` lays them out (the top HOT_POINTS points of every
         stack first, then the rest, each bottom point first); the free points follow, in index order.
 
         Only indices change: the heads in `ists` are rewritten, every point keeps its values and
@@ -282,13 +282,13 @@ class HistoryStore:
         heads = [np.empty(ist.shape[0], dtype=np.int64) for ist in ists]
         pos = 0
         for k, ist in enumerate(ists):
-            pos = _compact_into(self.nxt, ist, self.pts, new_pts, new_nxt, heads[k], pos)
+            pos = compact_into(self.nxt, ist, self.pts, new_pts, new_nxt, heads[k], pos)
             if pos < 0:
                 raise ValueError(f"ists[{k}]: a history's length differs from its row's I_LEN (corrupt state)")
         self.pts[:pos] = new_pts[:pos]
         self.nxt[:pos] = new_nxt[:pos]
         self.meta[M_FREE_HEAD] = -1
-        _thread_free(self.nxt, self.meta, pos, self.capacity)
+        thread_free(self.nxt, self.meta, pos, self.capacity)
         for ist, h in zip(ists, heads):
             ist[:, I_HEAD] = h
 

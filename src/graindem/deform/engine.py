@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graindem._jit import njit
-from graindem.deform.grid import trilinear_at
+from graindem.core.rotations import matrix_turned_by_world_spin
+from graindem.core.grid import trilinear
 from graindem.deform.modes import tabulate_modes
 
 PLANE = 0
@@ -216,7 +217,7 @@ def inverse_map(table, eps, ox, oy, oz, inv_h, cx, cy, cz, u0x, u0y, u0z, n_iter
 
 
 @njit
-def _pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton, cache, stamp, now):
+def pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton, cache, stamp, now):
     """Semi-Lagrangian φ and ∇φ (body frame) of the deformed grain at body point p.
 
     Each corner x_c of p's cell is pulled back to X with X + u(X) = x_c (`inverse_map`; n_iter = 0 is
@@ -265,7 +266,7 @@ def _pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton, c
             cy = oy + h * cj
             cz = oz + h * ck
             qx, qy, qz = inverse_map(table, eps, ox, oy, oz, inv_h, cx, cy, cz, ux, uy, uz, n_iter, newton)
-            v = trilinear_at(phi0, ox, oy, oz, h, qx, qy, qz)
+            v = trilinear(phi0.reshape(-1), 0, phi0.shape[0], phi0.shape[1], phi0.shape[2], ox, oy, oz, h, qx, qy, qz)[0]
             if now > 0:
                 cache[ci, cj, ck] = v
                 stamp[ci, cj, ck] = now
@@ -286,7 +287,7 @@ def _pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton, c
 def pointwise_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton):
     """Semi-Lagrangian φ at body point p pulled back as a point: X + u(X) = p (`inverse_map` from the
     seed's X0 = p − u(p)), φ(p) = φ0(X). One inversion and one φ0 interpolation per query where the
-    corner-wise remap (`_pullback_phi`) needs eight of each, and no interpolation of remapped values
+    corner-wise remap (`pullback_phi`) needs eight of each, and no interpolation of remapped values
     across p's cell: with the exact inverse this is φ0∘X itself.
 
     Returns (φ, ∂φ0/∂X at X, X): the gradient is in the reference frame; `pointwise_gradient` maps it
@@ -318,67 +319,9 @@ def pointwise_gradient(table, eps, ox, oy, oz, h, qx, qy, qz, gx, gy, gz):
 @njit(inline="always")
 def _plain_phi(phi0, ox, oy, oz, h, px, py, pz):
     """Rigid grain: trilinear φ0 and its gradient at body point p."""
-    nx, ny, nz = phi0.shape
-    inv_h = 1.0 / h
-    gx = (px - ox) * inv_h
-    gy = (py - oy) * inv_h
-    gz = (pz - oz) * inv_h
-    i = min(max(int(np.floor(gx)), 0), nx - 2)
-    j = min(max(int(np.floor(gy)), 0), ny - 2)
-    k = min(max(int(np.floor(gz)), 0), nz - 2)
-    tx = gx - i
-    ty = gy - j
-    tz = gz - k
-    c000 = phi0[i, j, k]
-    c001 = phi0[i, j, k + 1]
-    c010 = phi0[i, j + 1, k]
-    c011 = phi0[i, j + 1, k + 1]
-    c100 = phi0[i + 1, j, k]
-    c101 = phi0[i + 1, j, k + 1]
-    c110 = phi0[i + 1, j + 1, k]
-    c111 = phi0[i + 1, j + 1, k + 1]
-    c00 = c000 + (c100 - c000) * tx
-    c10 = c010 + (c110 - c010) * tx
-    c01 = c001 + (c101 - c001) * tx
-    c11 = c011 + (c111 - c011) * tx
-    c0 = c00 + (c10 - c00) * ty
-    c1 = c01 + (c11 - c01) * ty
-    value = c0 + (c1 - c0) * tz
-    dz = (c1 - c0) * inv_h
-    dy = ((c10 - c00) * (1.0 - tz) + (c11 - c01) * tz) * inv_h
-    dx0 = (c100 - c000) * (1.0 - ty) + (c110 - c010) * ty
-    dx1 = (c101 - c001) * (1.0 - ty) + (c111 - c011) * ty
-    dx = (dx0 * (1.0 - tz) + dx1 * tz) * inv_h
+    value, dx, dy, dz, _ = trilinear(phi0.reshape(-1), 0, phi0.shape[0], phi0.shape[1], phi0.shape[2],
+                                     ox, oy, oz, h, px, py, pz)
     return value, dx, dy, dz
-
-
-@njit
-def _rotate_exp(rot, wx, wy, wz, dt):
-    """R ← exp([ω]× Δt) R (world-frame angular velocity), Rodrigues."""
-    ang = np.sqrt(wx * wx + wy * wy + wz * wz) * dt
-    if ang < 1e-300:
-        return rot
-    kx = wx * dt / ang
-    ky = wy * dt / ang
-    kz = wz * dt / ang
-    s = np.sin(ang)
-    c1 = 1.0 - np.cos(ang)
-    q = np.empty((3, 3))
-    q[0, 0] = 1.0 - c1 * (ky * ky + kz * kz)
-    q[0, 1] = -s * kz + c1 * kx * ky
-    q[0, 2] = s * ky + c1 * kx * kz
-    q[1, 0] = s * kz + c1 * kx * ky
-    q[1, 1] = 1.0 - c1 * (kx * kx + kz * kz)
-    q[1, 2] = -s * kx + c1 * ky * kz
-    q[2, 0] = -s * ky + c1 * kx * kz
-    q[2, 1] = s * kx + c1 * ky * kz
-    q[2, 2] = 1.0 - c1 * (kx * kx + ky * ky)
-    out = np.zeros((3, 3))
-    for a in range(3):
-        for b in range(3):
-            for c in range(3):
-                out[a, b] += q[a, c] * rot[c, b]
-    return out
 
 
 @njit
@@ -423,7 +366,7 @@ def run_kernel(n_steps, dt, record_every,
     # Φ_m at the master's material point of the current contact: read for its velocity and again for
     # the generalized force
     mode_at_ref = np.zeros((max(n_modes, 1), 3))
-    # per-grain lazy cache of the pulled-back corner values (see _pullback_phi); stamps are step + 1
+    # per-grain lazy cache of the pulled-back corner values (see pullback_phi); stamps are step + 1
     if use_cache and deformable:
         pb_value = np.empty((n_grains, nx, ny, nz))
         pb_stamp = np.zeros((n_grains, nx, ny, nz), dtype=np.int64)
@@ -569,11 +512,11 @@ def run_kernel(n_steps, dt, record_every,
                         have_ref = True
                     elif deformable:
                         if use_cache:
-                            phi, gx, gy, gz = _pullback_phi(phi0, table, eps[mg], origin[0], origin[1],
+                            phi, gx, gy, gz = pullback_phi(phi0, table, eps[mg], origin[0], origin[1],
                                                             origin[2], h, px, py, pz, n_iter, newton,
                                                             pb_value[mg], pb_stamp[mg], step + 1)
                         else:
-                            phi, gx, gy, gz = _pullback_phi(phi0, table, eps[mg], origin[0], origin[1],
+                            phi, gx, gy, gz = pullback_phi(phi0, table, eps[mg], origin[0], origin[1],
                                                             origin[2], h, px, py, pz, n_iter, newton,
                                                             pb_value[0], pb_stamp[0], 0)
                     else:
@@ -735,7 +678,7 @@ def run_kernel(n_steps, dt, record_every,
             omega[g, 0] = wn[0]
             omega[g, 1] = wn[1]
             omega[g, 2] = wn[2]
-            rot[g] = _rotate_exp(rot[g].copy(), wn[0], wn[1], wn[2], dt)
+            rot[g] = matrix_turned_by_world_spin(rot[g].copy(), wn[0], wn[1], wn[2], dt)
         for o in range(n_obst):
             for c in range(3):
                 opoint[o, c] += dt * factor * ovel[o, c]

@@ -34,8 +34,9 @@ import time
 import numpy as np
 
 from graindem._jit import njit
-from graindem.deform.grid import GridField, trilinear_at
-from graindem.deform.engine import _pullback_phi, displacement_at, inverse_map, pointwise_gradient, pointwise_phi
+from graindem.core.grid import trilinear_points
+from graindem.deform.grid import GridField
+from graindem.deform.engine import pullback_phi, displacement_at, inverse_map, pointwise_gradient, pointwise_phi
 from graindem.deform.modes import tabulate_modes
 
 
@@ -60,23 +61,9 @@ def _interp_corners(c, tx, ty, tz, h, grad, p):
     return c0 * (1.0 - tz) + c1 * tz
 
 
-@njit
 def grid_query_kernel(values, origin, h, points, out, grad):
     """Plain trilinear φ and ∇φ at points: the query of a rigid grain (and of strategies 1 and 2)."""
-    nx, ny, nz = values.shape
-    c = np.empty(8)
-    for p in range(points.shape[0]):
-        gx = (points[p, 0] - origin[0]) / h
-        gy = (points[p, 1] - origin[1]) / h
-        gz = (points[p, 2] - origin[2]) / h
-        i = min(max(int(np.floor(gx)), 0), nx - 2)
-        j = min(max(int(np.floor(gy)), 0), ny - 2)
-        k = min(max(int(np.floor(gz)), 0), nz - 2)
-        for a in range(2):
-            for b in range(2):
-                for d in range(2):
-                    c[a * 4 + b * 2 + d] = values[i + a, j + b, k + d]
-        out[p] = _interp_corners(c, gx - i, gy - j, gz - k, h, grad, p)
+    trilinear_points(values, origin, h, points, out, grad)
 
 
 @njit
@@ -89,7 +76,7 @@ def pullback_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n
     in ``cache`` with ``stamp`` == now (one update of ε = one stamp), as in the engine.
     """
     for p in range(points.shape[0]):
-        v, gx, gy, gz = _pullback_phi(phi0, mode_table, eps, origin[0], origin[1], origin[2], h,
+        v, gx, gy, gz = pullback_phi(phi0, mode_table, eps, origin[0], origin[1], origin[2], h,
                                       points[p, 0], points[p, 1], points[p, 2], n_iter, newton,
                                       cache, stamp, now)
         out[p] = v
@@ -301,9 +288,9 @@ class SemiLagrangianLevelSet(_Strategy):
 
 def signed_distance_to_surface(points, vertices, faces):
     """Exact signed distance from points to a closed triangulated surface (libigl, pseudonormal sign)."""
-    from ..particles.levelset import _signed_distance_to_mesh
+    from ..particles.levelset import signed_distance_to_mesh
 
-    return np.asarray(_signed_distance_to_mesh(points, vertices, faces))
+    return np.asarray(signed_distance_to_mesh(points, vertices, faces))
 
 
 class RecomputeLevelSet(_Strategy):

@@ -12,7 +12,8 @@ spacing (so the smoothing error vanishes as the quadrature is refined).
 
 import numpy as np
 
-from graindem.deform.grid import GridField, _as_points, trilinear_gradient_kernel, trilinear_kernel
+from graindem.core.grid import trilinear_points
+from graindem.deform.grid import GridField, as_points
 
 
 class Mode:
@@ -29,7 +30,7 @@ class Mode:
 
     def gradient(self, points):
         """∂Φ_i/∂X_j by central differences (exact enough for smooth modes: error O(fd_step²))."""
-        pts = _as_points(points)
+        pts = as_points(points)
         grad = np.empty((pts.shape[0], 3, 3))
         h = self.fd_step
         for j in range(3):
@@ -54,14 +55,14 @@ class AnalyticMode(Mode):
         self.fd_step = float(fd_step)
 
     def displacement(self, points):
-        pts = _as_points(points)
+        pts = as_points(points)
         out = np.asarray(self._func(pts), dtype=np.float64).reshape(pts.shape[0], 3)
         return out
 
     def gradient(self, points):
         if self._gradient is None:
             return super().gradient(points)
-        pts = _as_points(points)
+        pts = as_points(points)
         return np.asarray(self._gradient(pts), dtype=np.float64).reshape(pts.shape[0], 3, 3)
 
 
@@ -86,7 +87,7 @@ class BeamBendingMode(Mode):
         self.z_neutral = float(z_neutral)
 
     def displacement(self, points):
-        pts = _as_points(points)
+        pts = as_points(points)
         k = np.pi / self.length
         xi = pts[:, 0] - self.x_start
         out = np.zeros_like(pts)
@@ -95,7 +96,7 @@ class BeamBendingMode(Mode):
         return out
 
     def gradient(self, points):
-        pts = _as_points(points)
+        pts = as_points(points)
         k = np.pi / self.length
         xi = pts[:, 0] - self.x_start
         grad = np.zeros((pts.shape[0], 3, 3))
@@ -126,20 +127,22 @@ class GridMode(Mode):
         return np.stack([c.values for c in self.components], axis=-1)
 
     def displacement(self, points):
-        pts = _as_points(points)
+        pts = as_points(points)
         out = np.empty((pts.shape[0], 3))
         tmp = np.empty(pts.shape[0])
+        none = np.empty((0, 3))
         for c, field in enumerate(self.components):
-            trilinear_kernel(field.values, field.origin, field.spacing, pts, tmp)
+            trilinear_points(field.values, field.origin, field.spacing, pts, tmp, none)
             out[:, c] = tmp
         return out
 
     def gradient(self, points):
-        pts = _as_points(points)
+        pts = as_points(points)
         grad = np.empty((pts.shape[0], 3, 3))
         tmp = np.empty((pts.shape[0], 3))
+        none = np.empty(0)
         for c, field in enumerate(self.components):
-            trilinear_gradient_kernel(field.values, field.origin, field.spacing, pts, tmp)
+            trilinear_points(field.values, field.origin, field.spacing, pts, none, tmp)
             grad[:, c, :] = tmp
         return grad
 
@@ -199,7 +202,7 @@ def tabulate_modes(modes, grid):
 
 def displacement(modes, amplitudes, points):
     """u(X) = Σ_α ε_α Φ_α(X) at ``points``."""
-    pts = _as_points(points)
+    pts = as_points(points)
     amplitudes = np.asarray(amplitudes, dtype=np.float64).reshape(-1)
     if amplitudes.size != len(modes):
         raise ValueError(f"amplitudes must have one entry per mode ({len(modes)}), got {amplitudes.size}")

@@ -46,26 +46,18 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import state as S
-from ..contact.frames import contact_point_velocity, frame_init, quat_mul, quat_rotate
+from ..contact.frames import contact_point_velocity, frame_init
+from ..core.cell import (CELL_GAMMA, CELL_INTEGRAL, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE,
+                         CELL_TILT, CELL_TILT_BUILD, N_CELL, cell_index, flip_tilts, fractional, min_image,
+                         min_image_tilted, is_sheared, tilt_out_of_range)
+from ..core.rotations import quat_mul, quat_rotate, turn_by_spin
 from ..contact import jaeger, linear, md_incremental, mindlin
 from ..contact.laws import (JAEGER, LINEAR, MD_INCREMENTAL, MINDLIN, PREFETCH_BELOW, PREFETCH_BELOW2,
-                            PREFETCH_MIN_POINTS, PREFETCH_TOP, _prefetch_stacks, contact_step, separate,
+                            PREFETCH_MIN_POINTS, PREFETCH_TOP, prefetch_stacks, contact_step, separate,
                             tangential_energy)
-from ..contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE, _compact_into, _thread_free, release
+from ..contact.store import M_CAPACITY, M_FREE_HEAD, M_LIVE, compact_into, thread_free, release
 
 # cell
-CELL_LO = 0          # 3: origin
-CELL_L = 3           # 3: lengths now
-CELL_LBUILD = 6      # 3: lengths at the last neighbour rebuild
-CELL_RATE = 9        # 3: strain rates dL/(L dt) used in the last drift
-CELL_INTEGRAL = 12   # 3: integral term of the stress servo (a strain rate)
-# a sheared cell is the upper-triangular matrix h with rows a = (Lx, 0, 0), b = (xy, Ly, 0),
-# c = (xz, yz, Lz) (LAMMPS's convention): the image of x across the y face is x + b
-CELL_TILT = 15       # 3: tilts xy, xz, yz (m)
-CELL_TILT_BUILD = 18  # 3: tilts at the last neighbour rebuild
-CELL_SHEAR_RATE = 21  # 3: velocity gradients L_xy, L_xz, L_yz (1/s) used in the last drift
-CELL_GAMMA = 24      # 3: accumulated shear strains (integral of L_xy, L_xz, L_yz dt; flips do not reset it)
-N_CELL = 27
 
 # ctl
 CTL_DT = 0
@@ -165,96 +157,13 @@ def _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell):
         ncell[k] = m
 
 
-@njit(_nrt=False, inline="always")
-def _sheared(cell):
-    """True once the cell has a tilt or is being sheared: only then the triclinic geometry runs."""
-    return (cell[CELL_TILT] != 0.0 or cell[CELL_TILT + 1] != 0.0 or cell[CELL_TILT + 2] != 0.0
-            or cell[CELL_SHEAR_RATE] != 0.0 or cell[CELL_SHEAR_RATE + 1] != 0.0 or cell[CELL_SHEAR_RATE + 2] != 0.0)
-
-
-@njit(_nrt=False, inline="always")
-def _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz):
-    """Minimum image in the orthogonal cell (the tilted cell's is _min_image_tilted), for
-    |d| < 3/2 L (coordinates wrapped at rebuilds, drifting at most half a skin between them).
-
-    Comparisons rather than d - L floor(d / L + 1/2): the same result bit for bit (d - L, d + L
-    or d unchanged) except where both images lie within rounding of L/2, which neighbours never
-    do (the cell exceeds twice the cutoff), and without a division per axis and pair (measured
-    ~10 % of the mindlin step of the periodic 4096-sphere biaxial test)."""
-    if perx:
-        if dx > 0.5 * Lx:
-            dx -= Lx
-        elif dx < -0.5 * Lx:
-            dx += Lx
-    if pery:
-        if dy > 0.5 * Ly:
-            dy -= Ly
-        elif dy < -0.5 * Ly:
-            dy += Ly
-    if perz:
-        if dz > 0.5 * Lz:
-            dz -= Lz
-        elif dz < -0.5 * Lz:
-            dz += Lz
-    return dx, dy, dz
-
-
-@njit(_nrt=False, inline="always")
-def _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, xy, xz, yz, perx, pery, perz):
-    """Minimum image through the cell matrix, the c, b, a vectors in turn (exact for tilts within
-    half a cell length and separations below half the cell's heights, which _flip_tilts and the
-    cell size check keep)."""
-    if perz:
-        k = math.floor(dz / Lz + 0.5)
-        dz -= k * Lz
-        dy -= k * yz
-        dx -= k * xz
-    if pery:
-        k = math.floor(dy / Ly + 0.5)
-        dy -= k * Ly
-        dx -= k * xy
-    if perx:
-        dx -= Lx * math.floor(dx / Lx + 0.5)
-    return dx, dy, dz
-
-
-@njit(_nrt=False, inline="always")
-def _tilt_out_of_range(cell):
-    return (abs(cell[CELL_TILT]) > 0.5 * cell[CELL_L] or abs(cell[CELL_TILT + 1]) > 0.5 * cell[CELL_L]
-            or abs(cell[CELL_TILT + 2]) > 0.5 * cell[CELL_L + 1])
-
-
-@njit
-def _flip_tilts(cell):
-    """Bring each tilt into [-L/2, L/2] by an equivalent choice of cell vectors (c - k b, b - k a,
-    c - k a): the lattice of images, and so the physics, is unchanged (LAMMPS's flip)."""
-    Lx = cell[CELL_L]
-    Ly = cell[CELL_L + 1]
-    if abs(cell[CELL_TILT + 2]) > 0.5 * Ly:
-        k = math.floor(cell[CELL_TILT + 2] / Ly + 0.5)
-        cell[CELL_TILT + 2] -= k * Ly
-        cell[CELL_TILT + 1] -= k * cell[CELL_TILT]
-    for t in range(2):
-        if abs(cell[CELL_TILT + t]) > 0.5 * Lx:
-            cell[CELL_TILT + t] -= Lx * math.floor(cell[CELL_TILT + t] / Lx + 0.5)
-
-
-@njit
-def _fractional(x, y, z, cell):
-    """Fractional coordinates h^-1 (x - lo) of a point in the (upper-triangular) cell."""
-    f2 = (z - cell[CELL_LO + 2]) / cell[CELL_L + 2]
-    f1 = (y - cell[CELL_LO + 1] - cell[CELL_TILT + 2] * f2) / cell[CELL_L + 1]
-    f0 = (x - cell[CELL_LO] - cell[CELL_TILT] * f1 - cell[CELL_TILT + 1] * f2) / cell[CELL_L]
-    return f0, f1, f2
-
-
 @njit
 def _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell):
     """_wrap_and_grid of a sheared cell: flip the tilts, wrap through fractional coordinates (a
     jump across the y face shifts x by the tilt xy: Lees-Edwards), and size the grid by the cell's
     heights (the distances between opposite faces), so that +-1 bin in fractional coordinates
     holds every neighbour within the cutoff."""
-    _flip_tilts(cell)
+    flip_tilts(cell)
     Lx = cell[CELL_L]
     Ly = cell[CELL_L + 1]
     Lz = cell[CELL_L + 2]
@@ -271,12 +180,12 @@ def _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell):
             y -= k * yz
             x -= k * xz
         if ictl[ICTL_PERIODIC + 1] != 0:
-            _, f1, _ = _fractional(x, y, z, cell)
+            _, f1, _ = fractional(x, y, z, cell)
             k = math.floor(f1)
             y -= k * Ly
             x -= k * xy
         if ictl[ICTL_PERIODIC] != 0:
-            f0, _, _ = _fractional(x, y, z, cell)
+            f0, _, _ = fractional(x, y, z, cell)
             x -= Lx * math.floor(f0)
         pos[i, 0] = x
         pos[i, 1] = y
@@ -300,21 +209,11 @@ def _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell):
 def _cell_of(pos, i, cell, sheared, mx, my, mz):
     """Grid bin of particle i: by position, or in a sheared cell by fractional coordinates."""
     if not sheared:
-        return (_cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
-                + _cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
-            + _cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
-    f0, f1, f2 = _fractional(pos[i, 0], pos[i, 1], pos[i, 2], cell)
-    return (_cell_index(f0, 0.0, 1.0, mx) * my + _cell_index(f1, 0.0, 1.0, my)) * mz + _cell_index(f2, 0.0, 1.0, mz)
-
-
-@njit
-def _cell_index(x, lo, L, m):
-    c = int((x - lo) / L * m)
-    if c < 0:
-        return 0
-    if c >= m:
-        return m - 1
-    return c
+        return (cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
+                + cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
+            + cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+    f0, f1, f2 = fractional(pos[i, 0], pos[i, 1], pos[i, 2], cell)
+    return (cell_index(f0, 0.0, 1.0, mx) * my + cell_index(f1, 0.0, 1.0, my)) * mz + cell_index(f2, 0.0, 1.0, mz)
 
 
 @njit
@@ -438,7 +337,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     skin = ctl[CTL_SKIN]
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
     ncell = np.empty(3, dtype=np.int64)
-    sheared = _sheared(cell)
+    sheared = is_sheared(cell)
     if sheared:
         _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell)
     else:
@@ -539,9 +438,9 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                         dy = pos[j, 1] - yi
                         dz = pos[j, 2] - zi
                         if sheared:
-                            dx, dy, dz = _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
+                            dx, dy, dz = min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
                         else:
-                            dx, dy, dz = _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
+                            dx, dy, dz = min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
                         rc = ri + radius[j] + skin
                         if dx * dx + dy * dy + dz * dz >= rc * rc:
                             continue
@@ -630,8 +529,8 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
 
 # The force loops take one of these as an argument and inline it (numba inlines a call through an
 # argument bound to a global njit function), so that each law's loop is compiled with that law
-# alone. A constant law id with one branch per law was tried first: numba types and lowers every
-# branch before LLVM folds the dead ones, and the cold compile went from ~60 s to ~310 s.
+# alone. Not a constant law id with one branch per law: numba types and lowers every branch before
+# LLVM folds the dead ones, which makes the cold compile about five times longer (~310 s, not ~60 s).
 # Inlined rather than called: as a call, its ~80 scalar arguments (every array goes as its fields)
 # cost a fifth to a quarter of the jaeger step on packing_4000 (benchmarks/vs_lammps.py).
 # With `energy` each goes through laws.contact_step, which also integrates the tangential work and
@@ -702,11 +601,10 @@ def _turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt, one_product_fewer
     the mid normal. The twirl is r = (cos h, sin h n). With `one_product_fewer` (a compile-time
     constant) r t is multiplied out, using n.(o x n) = 0 and n x (o x n) = o - (o.n) n, as
     s (cos h (1 + o.n), cos h (o x n) + sin h (o + n)): the frame update on packing_4000 25 -> 19 ns
-    per contact. The sheared cell's pass forms r t as a quaternion product instead: with the short
-    form there, code numba compiled afresh and code it loaded from its cache rounded differently
-    (strict IEEE arithmetic and all), and a sheared run parted from its restart in a new process
-    after 7500 steps (tests/test_numba_cache_determinism.py, session 4; the cause, found in session
-    7, was not the form but which compiled copy ran: graindem._jit). The new frame (r t) q,
+    per contact. The sheared cell's pass forms r t as a quaternion product instead, which keeps its
+    results those of the checkpoints written with it (either form restarts bit for bit in a new
+    process since graindem._jit gives every kernel one compiled copy; the cache determinism test
+    holds them to it). The new frame (r t) q,
     unit up to rounding, gets one Newton step 1/|q| ~ (3 - |q|^2)/2 (exact to O(eps^2)), so q keeps
     unit length as with the full normalisation."""
     w = cq[c, 0]
@@ -773,10 +671,9 @@ N_SC = 8
 def _row_index(a, k):
     """a[k] of a PAIR_INDEX array (pi, pj, act: never negative) widened by zero extension, which tells
     the compiler the index is not negative: numba then drops its wraparound of negative indices (a
-    compare and a select per array indexed, the inlined law's row accesses included). Session 7,
-    packing_4000 mindlin against int64 indices, 100-step chunks interleaved in one process from one
-    state, median (range) of 31: whole step x0.95 (0.86-1.14), kinematics x0.93, force pass x0.95;
-    int32 indices read as they are: x1.02 (0.97-1.09), no gain. Results bit for bit unchanged."""
+    compare and a select per array indexed, the inlined law's row accesses included): on
+    packing_4000 (mindlin) the whole step x0.95 against int64 indices, where int32 indices read
+    as they are gain nothing (x1.02). Results are the same bit for bit."""
     return np.int64(np.uint32(a[k]))
 
 
@@ -798,8 +695,8 @@ def _pair_branch(sheared, box, per, pos, pi, pj, c):
     dy = pos[j, 1] - pos[i, 1]
     dz = pos[j, 2] - pos[i, 2]
     if sheared:
-        return _min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
-    return _min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
+        return min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, perx, pery, perz)
+    return min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
 
 
 @njit(_nrt=False, inline="always")
@@ -927,12 +824,10 @@ def _select_rows(sheared, box, per, pos, radius, pi, pj, live, npairs, act, sc):
     of 13 600 rows), so the test as a branch mispredicted on every other row, ~35 cycles each: a
     scan over the rows with the branch 195 us, without it (this loop) 57 us. Each row's index is
     written and the count advances by the test. The margin makes the selection a superset of the
-    rows _pair_row_kinematics finds touching whatever the rounding of d2 here (its own test, the
-    same as before, decides): the physics is unchanged bit for bit (checked over 1100 steps against
-    session 5's pass). Session 6, packing_4000, against session 5's code, 11 chunks of 100 steps
-    interleaved from one state, median (range): pair loop mindlin x0.92 (0.84-1.02), jaeger x0.94
-    (0.89-1.02); whole step x0.95 / x0.96 with the wall passes' fastmath off (walls x1.12 / x1.03).
-    Tried for the wall candidates too (a third do not touch): walls x1.04 (0.80-1.20), not kept."""
+    rows _pair_row_kinematics finds touching whatever the rounding of d2 here (its own test
+    decides), so the physics does not depend on the selection. On packing_4000 the pair loop runs
+    x0.92 (mindlin) and x0.94 (jaeger) against a branching scan. The wall candidates scan with a
+    branch: a third of them do not touch, too few for the selection to pay (x1.04 measured)."""
     k = 0
     for c in range(npairs):
         dx, dy, dz = _pair_branch(sheared, box, per, pos, pi, pj, c)
@@ -1006,10 +901,8 @@ def _pair_kinematics_orthogonal(pos, vel, omega, radius, prm, mtab, cell, ctl, i
                             pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
 
 
-# Sessions 4-6 compiled this variant (and the wall passes) with fastmath off: their freshly compiled
-# and cached code rounded apart, so a sheared run and its restart in a new process parted. Session 7
-# found the cause (graindem._jit: a fresh process ran callees' own libraries, a cached one the
-# caller's copies, optimised apart) and fixed it for every kernel; the flags are back on, and
+# Compiled with the usual fastmath flags: graindem._jit makes a freshly compiled and a cached process
+# run the same machine code, so a sheared run and its restart in a new process agree bit for bit;
 # tests/test_numba_cache_determinism.py (sheared, walled and moving-lid stages) holds them to it.
 @njit(_nrt=False)
 def _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
@@ -1028,19 +921,17 @@ def _prefetch_store_ahead(act, a, na, pist, pts, nxt, meta):
     """jaeger's force pass: hint the history points the touching rows PREFETCH_TOP, _BELOW and
     _BELOW2 ahead will read (their top, the point below, the one below that) and the free point,
     as laws._prefetch_ahead does for the batched kernel, and only for a store beyond the L2 cache
-    (PREFETCH_MIN_POINTS); the walk itself is laws._prefetch_stacks. Indices unsigned (a < na): no
+    (PREFETCH_MIN_POINTS); the walk itself is laws.prefetch_stacks. Indices unsigned (a < na): no
     wraparound arithmetic.
 
-    Session 5, 4096-sphere biaxial test (jaeger, store compacted every 100 steps), this pass
-    against the pass without hints, 200-step chunks interleaved from one state: force kernel
-    x0.89 (0.77-0.95) at the start of the test (245 000-490 000 live points), x0.92 (0.79-1.18)
-    after 10 000 steps (131 000-146 000); whole step x0.90 / x0.93; 1000 spheres x0.94. Session 8,
-    the same test from three states (2000, 10 000, 20 000 steps), force kernel: without hints
-    x1.13, with the top point's only x1.08, distances (48, 24, 8) or (32, 16, 6) alike (x1.01, x0.99)."""
+    Why: on the 4096-sphere biaxial test (jaeger, 131 000-490 000 live points) the force kernel
+    runs x0.89-0.92 against the pass without hints (whole step x0.90-0.93; 1000 spheres x0.94);
+    hinting only the top point gives less (x1.08 against x1.13 without hints, relative to these
+    three), and the distances matter little ((48, 24, 8) and (32, 16, 6) alike)."""
     if pts.shape[0] < PREFETCH_MIN_POINTS:
         return
     last = np.uint64(na - 1)
-    _prefetch_stacks(pts, nxt, meta, pist[act[min(np.uint64(a + PREFETCH_TOP), last)], S.I_HEAD],
+    prefetch_stacks(pts, nxt, meta, pist[act[min(np.uint64(a + PREFETCH_TOP), last)], S.I_HEAD],
                      pist[act[min(np.uint64(a + PREFETCH_BELOW), last)], S.I_HEAD],
                      pist[act[min(np.uint64(a + PREFETCH_BELOW2), last)], S.I_HEAD])
 
@@ -1148,14 +1039,12 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
     over those, in the pass compiled for the run's law. `live`: refresh_live's flags, kept up to date
     here (a caller outside run_steps sets them with refresh_live first). Each pass's loop body is
     small enough that the processor overlaps the long dependency chains of consecutive contacts
-    (frame update; law), which one fused loop did not: with the law specialised, a fused pass
-    (kinematics, law, sums per row) was still slower for mindlin (637 against 596 us per step on packing_4000) and jaeger
-    (735 against 706 us), measured interleaved in one process; session 6, again for mindlin in the
-    orthogonal cell (kinematics, law and sums in one loop without sc and act): x1.05 (1.02-1.16)
-    against this layout, bit for bit the same results, not kept.
+    (frame update; law), which one fused loop does not: with the law specialised, a fused pass
+    (kinematics, law, sums per row) is slower for mindlin (637 against 596 us per step on
+    packing_4000, x1.05 in the orthogonal cell without sc and act) and jaeger (735 against 706 us).
     """
     law = ictl[ICTL_LAW]
-    if _sheared(cell):
+    if is_sheared(cell):
         na = _pair_kinematics_sheared(pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
                                       pk, pm, pts, nxt, meta, out, sc, act, live)
     else:
@@ -1294,7 +1183,7 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
     return True
 
 
-# One wall pass per law, each inlining only its own law (fastmath on again since session 7: see
+# One wall pass per law, each inlining only its own law (fastmath flags as everywhere: see
 # _pair_kinematics_sheared).
 @njit(_nrt=False)
 def _wall_pass_linear(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
@@ -1333,12 +1222,12 @@ def wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, wa
     the particle to the wall (n = -m) and the force acts on the wall's plane, at h = r - delta
     from the centre (the sphere takes the whole deformation against a rigid plane).
 
-    Contact rows are the candidates only, packed at the front (see the module docstring). Until
-    session 6 every (particle, wall) pair had its row, row i * n_walls + w: packing_4000's ~900
-    candidates then spread over 20 000 rows (2.6 MB of wfs alone), so every candidate missed the
-    cache and the rows pushed the pair passes' data out of L2. Session 7, split step on
-    packing_4000 (mindlin, 3 runs of each tree interleaved): wall pass 81-87 -> 61-62 us per step,
-    pair passes 517-558 -> 496-506 us, whole step 666-720 -> 623-637 us; results bit for bit.
+    Contact rows are the candidates only, packed at the front (see core.layout). Why not one row
+    per (particle, wall), row i * n_walls + w: packing_4000's ~900 candidates would spread over
+    20 000 rows (2.6 MB of wfs alone), every candidate would miss the cache and the rows would push
+    the pair passes' data out of L2 (wall pass 81-87 against 61-62 us per step, whole step 666-720
+    against 623-637 us, mindlin). Schema-1 checkpoints without meta["wall_rows"] == "candidates" hold
+    that dense layout; Simulation.from_state converts them.
     """
     law = ictl[ICTL_LAW]
     if law == MINDLIN:
@@ -1399,50 +1288,6 @@ def servo(cell, ctl, ictl, acc):
             acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + (1 if k == 0 else (2 if k == 1 else 5))] * (before + now) * ctl[CTL_DT]
 
 
-@njit(_nrt=False, inline="always")
-def _turn_orientations(omega, quat, n, dt):
-    """q <- exp(omega dt / 2) q for every particle, with the spins of the step.
-
-    A loop of its own (session 7): inside the particle pass its chain (Taylor terms, product,
-    renormalisation) held up the kick and drift of the next particles; alone it overlaps across
-    particles. The rotation's half-angle squared comes from |omega|^2 directly, so the square root
-    is taken only for the (rare) large turns. The orientation of a sphere never feeds back into
-    its forces: positions and contact forces are unchanged bit for bit (packing_4000, mindlin,
-    split step: particle pass x0.85, whole step x0.97; benchmarks by a session-7 helper)."""
-    qdt2 = 0.25 * dt * dt
-    for i in range(n):
-        wx = omega[i, 0]
-        wy = omega[i, 1]
-        wz = omega[i, 2]
-        w2 = wx * wx + wy * wy + wz * wz
-        if w2 > 0.0:
-            h2 = qdt2 * w2
-            if h2 < 1e-6:
-                # a step turns a grain by far less than a milliradian: Taylor terms to round-off
-                cw = 1.0 - 0.5 * h2 * (1.0 - h2 / 12.0)
-                sc = 0.5 * dt * (1.0 - h2 / 6.0 * (1.0 - h2 / 20.0))
-            else:
-                wn = math.sqrt(w2)
-                h = 0.5 * wn * dt
-                sc = math.sin(h) / wn
-                cw = math.cos(h)
-            qw = quat[i, 0]
-            qx = quat[i, 1]
-            qy = quat[i, 2]
-            qz = quat[i, 3]
-            aw = cw * qw - sc * (wx * qx + wy * qy + wz * qz)
-            ax = cw * qx + sc * (wx * qw + wy * qz - wz * qy)
-            ay = cw * qy + sc * (wy * qw + wz * qx - wx * qz)
-            az = cw * qz + sc * (wz * qw + wx * qy - wy * qx)
-            # unit up to rounding (cos^2 + sin^2 = 1; the Taylor pair to 1e-18): one Newton step
-            # 1/|q| ~ (3 - |q|^2)/2, exact to O(eps^2), instead of a square root and a division
-            g = 1.5 - 0.5 * (aw * aw + ax * ax + ay * ay + az * az)
-            quat[i, 0] = aw * g
-            quat[i, 1] = ax * g
-            quat[i, 2] = ay * g
-            quat[i, 3] = az * g
-
-
 @njit(_nrt=False)
 def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
                       pos_build, acc, out):
@@ -1483,7 +1328,7 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
     f12 = (yz_new - s1 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
     f02 = (xz_new - s0 * cell[CELL_TILT_BUILD + 1] - f01 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
     # the orthogonal cell skips the shear terms (a predictable branch: its loop stays as fast as before)
-    sheared = _sheared(cell)
+    sheared = is_sheared(cell)
     maxd2 = 0.0
     local_work = 0.0
     for i in range(n):
@@ -1552,7 +1397,7 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
         d2 = ddx * ddx + ddy * ddy + ddz * ddz
         if d2 > maxd2:
             maxd2 = d2
-    _turn_orientations(omega, quat, n, dt)
+    turn_by_spin(omega, quat, n, dt)
     acc[ACC_LOCAL_WORK] += local_work
     cell[CELL_TILT] = xy_new
     cell[CELL_TILT + 1] = xz_new
@@ -1585,18 +1430,17 @@ def refresh_constants(radius, mass, pmat, mtab, ctl, ictl, pi, pj, pk, pm, wcand
 @njit
 def compact_store(pist, npairs, wist, nwrows, pts, nxt, meta):
     """Lay the live history points out in row order: the stacks of pair rows 0..npairs-1, then of
-    wall rows 0..nwrows-1, each set as store._compact_into lays it out: the top HOT_POINTS (3)
+    wall rows 0..nwrows-1, each set as store.compact_into lays it out: the top HOT_POINTS (3)
     points of every stack in one region, then the rest of every stack, a stack's points in each
     consecutive, bottom first (a walk down a stack runs backwards through consecutive points); the
     free points follow in index order, so the next pushes take consecutive points too. Only indices
     change (heads in pist/wist, links in nxt): every point keeps its values and slip flag, so
     results are unchanged.
 
-    The separate region of the top points (session 9): a step reads and writes only a stack's top
-    three points, which the plain layout left at the far end of each stack (~16 points, 500 bytes,
-    apart in the biaxial test); together they stream. Full 4096-sphere biaxial test (jaeger), two
-    passes against the plain layout interleaved in 400-step turns in one process: x0.984 and x0.994,
-    the same trajectory bit for bit.
+    The separate region of the top points: a step reads and writes only a stack's top three
+    points, which a plain layout leaves at the far end of each stack (~16 points, 500 bytes apart
+    in the biaxial test); together they stream (4096-sphere biaxial test, jaeger: x0.98-0.99, the
+    same trajectory bit for bit).
 
     Why: the free list hands out whatever point was freed last, so after some hundred steps a
     contact's points lie scattered through a store several times larger than the L2 cache (the
@@ -1618,9 +1462,9 @@ def compact_store(pist, npairs, wist, nwrows, pts, nxt, meta):
     new_nxt = np.empty(live, dtype=nxt.dtype)
     heads_p = np.empty(npairs, dtype=np.int64)
     heads_w = np.empty(nwrows, dtype=np.int64)
-    k = _compact_into(nxt, pist[:npairs], pts, new_pts, new_nxt, heads_p, 0)
+    k = compact_into(nxt, pist[:npairs], pts, new_pts, new_nxt, heads_p, 0)
     if k >= 0:
-        k = _compact_into(nxt, wist[:nwrows], pts, new_pts, new_nxt, heads_w, k)
+        k = compact_into(nxt, wist[:nwrows], pts, new_pts, new_nxt, heads_w, k)
     if k != live:
         return False
     for q in range(live):
@@ -1628,7 +1472,7 @@ def compact_store(pist, npairs, wist, nwrows, pts, nxt, meta):
             pts[q, f] = new_pts[q, f]
         nxt[q] = new_nxt[q]
     meta[M_FREE_HEAD] = -1
-    _thread_free(nxt, meta, live, meta[M_CAPACITY])
+    thread_free(nxt, meta, live, meta[M_CAPACITY])
     for r in range(npairs):
         pist[r, S.I_HEAD] = heads_p[r]
     for r in range(nwrows):
@@ -1721,7 +1565,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
             if s > stretch:
                 stretch = s
         flip = False
-        if _sheared(cell):
+        if is_sheared(cell):
             # |F - I| <= max |F_kk - 1| + |off-diagonal part| (Frobenius); a tilt past half a cell
             # length rebuilds at once, where the tilt flips and the minimum image stays exact
             xy_b = cell[CELL_TILT_BUILD]
@@ -1731,7 +1575,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
             f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
                    - f01 * yz_b) / cell[CELL_LBUILD + 2]
             stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
-            flip = _tilt_out_of_range(cell)
+            flip = tilt_out_of_range(cell)
         if flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
             if build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl,
                            ictl, pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build,

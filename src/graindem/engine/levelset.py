@@ -30,67 +30,10 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import levelset_contact as lc
+from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
 
 KIND_DYNAMIC, KIND_FIXED, KIND_KINEMATIC = 0, 1, 2
 KINDS = {"dynamic": KIND_DYNAMIC, "fixed": KIND_FIXED, "kinematic": KIND_KINEMATIC}
-
-
-@njit
-def _quat_mul_axis(q, axis, angle):
-    """q <- q (x) (cos(angle/2), sin(angle/2) e_axis): rotate the body about its own axis."""
-    c = math.cos(0.5 * angle)
-    s = math.sin(0.5 * angle)
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    if axis == 0:
-        q[0] = w * c - x * s
-        q[1] = x * c + w * s
-        q[2] = y * c + z * s
-        q[3] = z * c - y * s
-    elif axis == 1:
-        q[0] = w * c - y * s
-        q[1] = x * c - z * s
-        q[2] = y * c + w * s
-        q[3] = z * c + x * s
-    else:
-        q[0] = w * c - z * s
-        q[1] = x * c + y * s
-        q[2] = y * c - x * s
-        q[3] = z * c + w * s
-
-
-@njit
-def _rotate_world(q, wx, wy, wz, dt):
-    """q <- exp(omega dt) (x) q for a world angular velocity omega (kinematic bodies)."""
-    om = math.sqrt(wx * wx + wy * wy + wz * wz)
-    if om == 0.0:
-        return
-    ang = om * dt
-    s = math.sin(0.5 * ang) / om
-    a0, a1, a2, a3 = math.cos(0.5 * ang), wx * s, wy * s, wz * s
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    q[0] = a0 * w - a1 * x - a2 * y - a3 * z
-    q[1] = a0 * x + a1 * w + a2 * z - a3 * y
-    q[2] = a0 * y - a1 * z + a2 * w + a3 * x
-    q[3] = a0 * z + a1 * y - a2 * x + a3 * w
-
-
-@njit
-def _free_rotor(q, Lb, inertia, dt):
-    """Symmetric splitting of the free rigid-body rotation; Lb (body angular momentum) is updated."""
-    for sub in range(5):
-        ax = (0, 1, 2, 1, 0)[sub]
-        tau = dt if sub == 2 else 0.5 * dt
-        ang = Lb[ax] / inertia[ax] * tau
-        _quat_mul_axis(q, ax, ang)
-        # the body turned by +ang about ax, so L's body components turn by -ang
-        c = math.cos(ang)
-        s = math.sin(ang)
-        i1 = (ax + 1) % 3
-        i2 = (ax + 2) % 3
-        a = Lb[i1]
-        b = Lb[i2]
-        Lb[i1] = c * a + s * b
-        Lb[i2] = -s * a + c * b
 
 
 @njit
@@ -100,7 +43,7 @@ def _update_rotations(quat, rot, angmom, inertia, omega, kind):
         n = math.sqrt(quat[g, 0] ** 2 + quat[g, 1] ** 2 + quat[g, 2] ** 2 + quat[g, 3] ** 2)
         for c in range(4):
             quat[g, c] /= n
-        lc.quat_to_matrix(quat[g], R)
+        quat_to_matrix(quat[g], R)
         for a in range(3):
             for b in range(3):
                 rot[g, a, b] = R[a, b]
@@ -195,15 +138,15 @@ def _compute_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t
             continue
         n_sc = 0
         if both:
-            n_sc = lc._collect_nodes_in(i, j, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
+            n_sc = lc.collect_nodes_in(i, j, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
                                         t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner,
                                         sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc)
-            n_sc = lc._collect_nodes_in(j, i, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
+            n_sc = lc.collect_nodes_in(j, i, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
                                         t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner,
                                         sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc)
         else:
             o, p = (i, j) if radius[i] <= radius[j] else (j, i)
-            n_sc = lc._collect_nodes_in(o, p, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
+            n_sc = lc.collect_nodes_in(o, p, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
                                         t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner,
                                         sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc)
         if n_sc == 0:
@@ -214,7 +157,7 @@ def _compute_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t
             m_eff = mass[i]
         else:
             m_eff = mass[j]
-        n_cp = lc._apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, m_eff, zeta,
+        n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, m_eff, zeta,
                                  kt_ratio, mu, dt, step, pos, vel, omega, force, torque, shear, partner,
                                  last_step, wall_normal, cp_x, cp_f, n_cp, energy)
     for g in range(n_grains):
@@ -226,10 +169,10 @@ def _compute_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t
                 dist += (pos[g, d] - wall_point[w, d]) * wall_normal[w, d]
             if dist > radius[g]:
                 continue
-            n_sc = lc._collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point,
+            n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point,
                                           wall_normal, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
                                           sc_x, sc_g, sc_delta, sc_k, 0)
-            n_cp = lc._apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, mass[g],
+            n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, mass[g],
                                      zeta, kt_ratio, mu, dt, step, pos, vel, omega, force, torque, shear,
                                      partner, last_step, wall_normal, cp_x, cp_f, n_cp, energy)
     return n_cp
@@ -256,14 +199,14 @@ def _run(n_steps, step0, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_n
                     vel[g, d] += force[g, d] / mass[g] * hdt
                     angmom[g, d] += torque[g, d] * hdt
                     pos[g, d] += vel[g, d] * dt
-                lc.quat_to_matrix(quat[g], R)
+                quat_to_matrix(quat[g], R)
                 for a in range(3):
                     Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]
-                _free_rotor(quat[g], Lb, inertia[g], dt)
+                free_rotor(quat[g], Lb, inertia[g], dt)
             elif kind[g] == KIND_KINEMATIC:
                 for d in range(3):
                     pos[g, d] += vel[g, d] * dt
-                _rotate_world(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
+                turn_by_world_spin(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
         _update_rotations(quat, rot, angmom, inertia, omega, kind)
         n_pairs = _broad_phase(pos, radius, n_grains, pairs)
         if n_pairs > pairs.shape[0]:
@@ -403,7 +346,7 @@ class LevelSetSimulation:
         self.angmom = np.zeros((G, 3))
         for g in range(G):
             if self.kind[g] == KIND_DYNAMIC:
-                R = _quat_matrix(self.quat[g])
+                R = quat_matrix(self.quat[g])
                 self.angmom[g] = R @ (self.inertia[g] * (R.T @ self.omega[g]))
             elif self.kind[g] == KIND_FIXED:
                 self.vel[g] = 0.0
@@ -556,12 +499,6 @@ class LevelSetSimulation:
         vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
         x, fc = self.contact_points()
         vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
-
-
-def _quat_matrix(q):
-    R = np.empty((3, 3))
-    lc.quat_to_matrix(np.asarray(q, dtype=np.float64), R)
-    return R
 
 
 def critical_time_step(mass, stiffness):

@@ -24,6 +24,8 @@ from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
 from ..contact.store import HistoryStore, BYTES_PER_POINT
 from . import kernels as K
+from ..core.cell import minimum_image
+from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 
 SCHEMA_VERSION = 1
@@ -662,20 +664,8 @@ class Simulation:
         i = self.pi[:m]
         j = self.pj[:m]
         d = self.pos[j] - self.pos[i]
-        L = self.cell[K.CELL_L:K.CELL_L + 3]
-        t = self.cell[K.CELL_TILT:K.CELL_TILT + 3]
-        # the kernels' minimum image: through the c, b, a cell vectors in turn (tilts are 0 unless sheared)
-        if self.periodic[2]:
-            k = np.floor(d[:, 2] / L[2] + 0.5)
-            d[:, 2] -= k * L[2]
-            d[:, 1] -= k * t[2]
-            d[:, 0] -= k * t[1]
-        if self.periodic[1]:
-            k = np.floor(d[:, 1] / L[1] + 0.5)
-            d[:, 1] -= k * L[1]
-            d[:, 0] -= k * t[0]
-        if self.periodic[0]:
-            d[:, 0] -= L[0] * np.floor(d[:, 0] / L[0] + 0.5)
+        # the kernels' minimum image (tilts are 0 unless sheared)
+        d = minimum_image(d, self.cell[K.CELL_L:K.CELL_L + 3], self.cell[K.CELL_TILT:K.CELL_TILT + 3], self.periodic)
         dist = np.sqrt((d * d).sum(axis=1))
         return i, j, d, dist, self.radius[i] + self.radius[j] - dist
 
@@ -827,7 +817,7 @@ class Simulation:
         tl = np.zeros((act.sum(), 3))
         tl[:, 0] = self.pfs[:m, S.F_TX][act]
         tl[:, 1] = self.pfs[:m, S.F_TY][act]
-        T = _rotate(q, tl)
+        T = rotate_rows(q, tl)
         return {"i": i[act].copy(), "j": j[act].copy(), "normal": n, "N": self.pfs[:m, S.F_N][act].copy(),
                 "T": T, "branch": d[act], "overlap": delta[act], "kind": self.pfs[:m, S.F_KIND][act].astype(int),
                 "history_length": self.pist[:m, S.I_LEN][act].copy(), "row": np.flatnonzero(act)}
@@ -842,7 +832,7 @@ class Simulation:
         tl = np.zeros((rows.size, 3))
         tl[:, 0] = self.wfs[rows, S.F_TX]
         tl[:, 1] = self.wfs[rows, S.F_TY]
-        T = _rotate(self.wcq[rows], tl)
+        T = rotate_rows(self.wcq[rows], tl)
         normal = -self.walls[w, 3:6]
         h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
         return {"i": i, "wall": w, "normal": normal, "N": self.wfs[rows, S.F_N].copy(), "T": T, "h": h,
@@ -974,7 +964,7 @@ class Simulation:
                 continue
             a = np.asarray(arrays[name])
             setattr(sim, name, np.ascontiguousarray(a.copy()))
-        # checkpoints before session 7 hold int64 pair indices: the kernels are compiled for one dtype
+        # schema-1 checkpoints may hold int64 pair indices: the kernels are compiled for one dtype (PAIR_INDEX)
         n_rows = sim.pi.shape[0]
         if n_rows > K.PAIR_INDEX_MAX or int(sim.ictl[K.ICTL_N]) > K.PAIR_INDEX_MAX:
             raise ValueError(f"checkpoint has {n_rows} pair rows and {int(sim.ictl[K.ICTL_N])} particles; each must be "
@@ -1033,8 +1023,8 @@ class Simulation:
 
 
 def _wall_rows_from_dense_arrays(wfs, wist, wcq, wcand, nwc, acc):
-    """Checkpoints before session 7 kept one wall row per (particle, wall), row i * n_walls + w:
-    move the candidates' rows (keys wcand[:nwc]) to the front, in the same order, and hand the
+    """Schema-1 checkpoints without meta["wall_rows"] == "candidates" keep one wall row per (particle,
+    wall), row i * n_walls + w: move the candidates' rows (keys wcand[:nwc]) to the front, in the same order, and hand the
     dissipation left in the other rows (contacts that had opened) to ACC_DISS_RELEASED."""
     keys = wcand[:nwc]
     fs = np.zeros_like(wfs)
@@ -1049,11 +1039,3 @@ def _wall_rows_from_dense_arrays(wfs, wist, wcq, wcand, nwc, acc):
     dropped[keys] = False
     acc[K.ACC_DISS_RELEASED] += float(np.sum(wfs[dropped, S.F_DISS]))
     return fs, ist, cq
-
-
-def _rotate(q, v):
-    """Rotate rows of v by the unit quaternions q (w, x, y, z)."""
-    w = q[:, :1]
-    u = q[:, 1:]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)

@@ -58,6 +58,8 @@ import numpy as np
 from scipy import ndimage
 from scipy.spatial import ConvexHull, cKDTree
 
+from ..core.grid import interpolate
+
 __all__ = ["LevelSetGrain"]
 
 _EPS_CELLS = 1.5  # smoothed-Heaviside half-width in grid spacings
@@ -112,54 +114,6 @@ def _grid_points(origin, shape, spacing):
     axes = [origin[d] + spacing * np.arange(shape[d]) for d in range(3)]
     X, Y, Z = np.meshgrid(*axes, indexing="ij")
     return np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
-
-
-# ---------------------------------------------------------------- trilinear interpolation (numpy)
-
-
-def trilinear(phi_grid, origin, spacing, points, with_gradient=False):
-    """phi (and its gradient) of the trilinear interpolant at body points (m, 3).
-
-    Points outside the grid take the value at the nearest grid point of the box plus their distance to
-    the box: positive and growing outward, which is all a contact query needs so far from the surface.
-    """
-    p = np.atleast_2d(np.asarray(points, dtype=np.float64))
-    shape = np.array(phi_grid.shape)
-    u = (p - origin) / spacing
-    upper = shape - 1
-    uc = np.clip(u, 0.0, upper)
-    outside = np.linalg.norm((u - uc) * spacing, axis=1)
-    i0 = np.minimum(np.floor(uc).astype(np.int64), upper - 1)
-    f = uc - i0
-    i, j, k = i0[:, 0], i0[:, 1], i0[:, 2]
-    fx, fy, fz = f[:, 0], f[:, 1], f[:, 2]
-    c = {}
-    for a in (0, 1):
-        for b in (0, 1):
-            for d in (0, 1):
-                c[a, b, d] = phi_grid[i + a, j + b, k + d]
-    c00 = c[0, 0, 0] * (1 - fx) + c[1, 0, 0] * fx
-    c10 = c[0, 1, 0] * (1 - fx) + c[1, 1, 0] * fx
-    c01 = c[0, 0, 1] * (1 - fx) + c[1, 0, 1] * fx
-    c11 = c[0, 1, 1] * (1 - fx) + c[1, 1, 1] * fx
-    c0 = c00 * (1 - fy) + c10 * fy
-    c1 = c01 * (1 - fy) + c11 * fy
-    value = c0 * (1 - fz) + c1 * fz + outside
-    if not with_gradient:
-        return value
-    gz = (c1 - c0) / spacing
-    gy = ((c10 - c00) * (1 - fz) + (c11 - c01) * fz) / spacing
-    dx00 = c[1, 0, 0] - c[0, 0, 0]
-    dx10 = c[1, 1, 0] - c[0, 1, 0]
-    dx01 = c[1, 0, 1] - c[0, 0, 1]
-    dx11 = c[1, 1, 1] - c[0, 1, 1]
-    gx = ((dx00 * (1 - fy) + dx10 * fy) * (1 - fz) + (dx01 * (1 - fy) + dx11 * fy) * fz) / spacing
-    grad = np.stack([gx, gy, gz], axis=1)
-    out_mask = outside > 0
-    if np.any(out_mask):
-        d = (u - uc)[out_mask] * spacing
-        grad[out_mask] = d / np.linalg.norm(d, axis=1)[:, None]
-    return value, grad
 
 
 # ---------------------------------------------------------------- meshes
@@ -233,7 +187,7 @@ def _principal_rotation(inertia):
     return v
 
 
-def _signed_distance_to_mesh(points, verts, faces):
+def signed_distance_to_mesh(points, verts, faces):
     import igl
 
     s, *_ = igl.signed_distance(
@@ -443,13 +397,13 @@ class LevelSetGrain:
         """Signed distance (negative inside) at body-frame points (m, 3), trilinear in the grid."""
         p = np.asarray(points, dtype=np.float64)
         single = p.ndim == 1
-        v = trilinear(self.phi_grid, self.grid_origin, self.spacing, p.reshape(-1, 3))
+        v = interpolate(self.phi_grid, self.grid_origin, self.spacing, p.reshape(-1, 3))
         return float(v[0]) if single else v
 
     def phi_and_gradient(self, points):
         """(phi, grad phi) of the trilinear interpolant at body-frame points (m, 3)."""
-        return trilinear(self.phi_grid, self.grid_origin, self.spacing, np.asarray(points).reshape(-1, 3),
-                         with_gradient=True)
+        return interpolate(self.phi_grid, self.grid_origin, self.spacing, np.asarray(points).reshape(-1, 3),
+                           with_gradient=True)
 
     def mass(self, density):
         return _positive("density", density) * self.volume
@@ -507,7 +461,7 @@ class LevelSetGrain:
         n_v = int(min(200_000, max(2000, 6 * area_est / h**2)))
         verts, faces = _star_mesh(gauge, n_v)
         origin, shape = _grid_axes(ax, h)
-        phi = _signed_distance_to_mesh(_grid_points(origin, shape, h), verts, faces).reshape(shape)
+        phi = signed_distance_to_mesh(_grid_points(origin, shape, h), verts, faces).reshape(shape)
         return cls(phi, origin, h, n_nodes=n_nodes, seed=seed, name=_name)
 
     @classmethod
@@ -557,7 +511,7 @@ class LevelSetGrain:
         h = (hi - lo).min() / 16.0 if spacing is None else _positive("spacing", spacing)
         _check_resolution(0.5 * (hi - lo).min(), h, "the mesh")
         origin, shape = _grid_axes(half, h)
-        phi = _signed_distance_to_mesh(_grid_points(origin, shape, h), body, f).reshape(shape)
+        phi = signed_distance_to_mesh(_grid_points(origin, shape, h), body, f).reshape(shape)
         grain = cls(phi, origin, h, n_nodes=n_nodes, centroid_input=c, rotation=rot, seed=seed, name=name)
         grain._check_volume(vol, "mesh")
         return grain

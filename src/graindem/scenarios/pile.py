@@ -24,14 +24,10 @@ from pathlib import Path
 import numpy as np
 
 from ..engine.levelset import LevelSetSimulation
+from ..core.rotations import random_quaternions
 from ..particles import LevelSetGrain
 
 SHAPES = ((1.0, 0.7, 0.55), (1.0, 0.85, 0.5), (1.0, 0.6, 0.6))  # ellipsoid semi-axes / size
-
-
-def _random_quaternions(rng, n):
-    q = rng.normal(size=(n, 4))
-    return q / np.linalg.norm(q, axis=1)[:, None]
 
 
 def run_pile(n_grains=200, *, size=1e-3, density=2500.0, mu=0.5, damping_ratio=0.3, overlap=0.01,
@@ -86,7 +82,7 @@ def run_pile(n_grains=200, *, size=1e-3, density=2500.0, mu=0.5, damping_ratio=0
     sim.add_wall((box, 0, 0), (-1, 0, 0))
     sim.add_wall((0, 0, 0), (0, 1, 0))
     sim.add_wall((0, box, 0), (0, -1, 0))
-    quats = _random_quaternions(rng, n_grains)
+    quats = random_quaternions(rng, n_grains)
     for n in range(n_grains):
         layer, rest = divmod(n, n_side**2)
         i, j = divmod(rest, n_side)
