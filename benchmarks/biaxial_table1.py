@@ -61,7 +61,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from graindem.engine import checkpoint, kernels as K  # noqa: E402
+from graindem.engine import checkpoint  # noqa: E402
+from graindem.boundaries.servo import servo
+from graindem.core.cell import CELL_L, CELL_LBUILD
+from graindem.core.layout import (CTL_RMAX, CTL_SKIN, ICTL_COMPACT_EVERY, ICTL_NPAIRS, ICTL_STEP, N_PRM,
+                                  PAIR_INDEX)
+from graindem.engine.history import compact_on_schedule, refresh_live
+from graindem.engine.integration import advance_particles
+from graindem.engine.pair_pass import N_SC, pair_forces
 from graindem.scenarios.biaxial import prepared_packing, start_test  # noqa: E402
 
 
@@ -70,8 +77,8 @@ def _pair_scratch(sim):
     after each rebuild)."""
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
-    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
-    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX), live
+    refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
+    return np.empty((cap, N_SC)), np.empty(cap, dtype=PAIR_INDEX), live
 
 
 def timed_split_run(sim, steps):
@@ -80,29 +87,29 @@ def timed_split_run(sim, steps):
     force_t = 0.0
     t_start = time.process_time()
     st = sim.store
-    prm = np.full(K.N_PRM, -1.0)  # scratch record of the force loops
-    skin = sim.ctl[K.CTL_SKIN]
-    cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
+    prm = np.full(N_PRM, -1.0)  # scratch record of the force loops
+    skin = sim.ctl[CTL_SKIN]
+    cutoff = 2.0 * sim.ctl[CTL_RMAX] + skin
     sc, act, live = _pair_scratch(sim)
     for _ in range(steps):
-        if st.n_free < int(sim.ictl[K.ICTL_NPAIRS]) + 1:
-            st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + 1024)
+        if st.n_free < int(sim.ictl[ICTL_NPAIRS]) + 1:
+            st.ensure_free(int(sim.ictl[ICTL_NPAIRS]) + 1024)
         t0 = time.process_time()
-        ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
-                           sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+        ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
+                         sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
+                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
         force_t += time.process_time() - t0
         if not ok:
             raise RuntimeError("diverged")
-        K.servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
-        maxd2 = K.advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass,
-                                    sim.inertia, sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
-        sim.ictl[K.ICTL_STEP] += 1
-        stretch = float(np.max(np.abs(sim.cell[K.CELL_L:K.CELL_L + 3] / sim.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] - 1.0)))
+        servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
+        maxd2 = advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass,
+                                  sim.inertia, sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
+        sim.ictl[ICTL_STEP] += 1
+        stretch = float(np.max(np.abs(sim.cell[CELL_L:CELL_L + 3] / sim.cell[CELL_LBUILD:CELL_LBUILD + 3] - 1.0)))
         if 2.0 * np.sqrt(maxd2) + stretch * cutoff > skin:
             sim._rebuild()
             sc, act, live = _pair_scratch(sim)
-        K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
+        compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
     return force_t, time.process_time() - t_start
 
 
@@ -114,7 +121,7 @@ def warm_up(packing_path, law, xi, steps, compact_every=0):
     for split in (False, True):
         sim, _ = checkpoint.load(packing_path)
         start_test(sim, law, xi=xi, steps=steps)
-        sim.ictl[K.ICTL_COMPACT_EVERY] = compact_every
+        sim.ictl[ICTL_COMPACT_EVERY] = compact_every
         if split:
             timed_split_run(sim, 2)
         else:
@@ -125,7 +132,7 @@ def warm_up(packing_path, law, xi, steps, compact_every=0):
 def _started(packing_path, law, xi, steps, compact_every):
     sim, _ = checkpoint.load(packing_path)
     test = start_test(sim, law, xi=xi, steps=steps)
-    sim.ictl[K.ICTL_COMPACT_EVERY] = compact_every
+    sim.ictl[ICTL_COMPACT_EVERY] = compact_every
     return sim, test
 
 

@@ -32,7 +32,7 @@ second of thread CPU time (the wall-clock figure is reported beside it), and the
 ratio is the median of the per-round ratios of time per update.
 
 The history store is laid out afresh on the engine's own schedule (session 5): every
-`graindem.engine.kernels.COMPACT_EVERY` (100) steps, counted from the first step of the warm-up,
+`graindem.core.layout.COMPACT_EVERY` (100) steps, counted from the first step of the warm-up,
 each batch with live history points is compacted (`HistoryStore.compact`, the same walk as the
 engine's `compact_store`), as `compact_on_schedule` does at the end of every engine step. The
 compaction time COUNTS in jaeger's time: the CPU time of the compactions inside the timed span
@@ -83,7 +83,7 @@ from graindem.contact.jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SX, F_SY
 from graindem.contact.laws import TANGENTIAL_LAWS, advance_contacts
 from graindem.contact.store import BYTES_PER_POINT, HistoryStore
 from graindem.demo_contact import MATERIAL, DemLikeMovements
-from graindem.engine.kernels import COMPACT_EVERY
+from graindem.core.layout import COMPACT_EVERY
 
 ROW_BYTES = S.N_FSTATE * 8 + S.N_ISTATE * 8
 TRACE = Path(__file__).resolve().parent / "data" / "jaeger_biaxial_trace.npz"
@@ -474,7 +474,7 @@ def run(cfg, seed=1, log=print, trace=True):
     result["ratio_jaeger_mindlin_uncompacted_rounds"] = rounds_unc
     comp = f"{headline}:jaeger"
     result["store_compaction"] = {
-        "every_steps": COMPACT_EVERY, "schedule": "graindem.engine.kernels.COMPACT_EVERY (compact_on_schedule)",
+        "every_steps": COMPACT_EVERY, "schedule": "graindem.core.layout.COMPACT_EVERY (compact_on_schedule)",
         "counted_in": "every law with live history points (jaeger), spread over the timed steps",
         "compactions_in_timed_span": compaction[comp][2],
         "jaeger_compaction_ns_per_update": 1e9 * compaction[comp][0] / (cfg["rounds"] * cfg["block_steps"] * n),

@@ -71,10 +71,10 @@ def record(particles=1000, skip=1000, steps=400, contacts=300, seed=1, log=print
     sim.setup()
     n_part = sim.n
 
-    from graindem.engine import kernels as K
+    from graindem.core.layout import ICTL_NPAIRS
 
     def state():
-        m = int(sim.ictl[K.ICTL_NPAIRS])
+        m = int(sim.ictl[ICTL_NPAIRS])
         key = sim.pi[:m].astype(np.int64) * n_part + sim.pj[:m]
         fs = sim.pfs[:m]
         return (key, fs[:, S.F_DELTA].copy(), fs[:, jaeger.F_SX].copy(), fs[:, jaeger.F_SY].copy(),

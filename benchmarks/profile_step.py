@@ -6,7 +6,7 @@ The production kernel runs all of a step inside one njit call; here Python calls
 one on the real state (the trajectory is the production one), and times per step:
 neighbour rebuilds, the history store's compaction (kernels.compact_on_schedule), walls, servo,
 the fused particle pass, and the pair loop split by extra read-only passes over the same pairs: the
-branch-free row selection alone (kernels._select_rows, the start of the pair loop); geometry only;
+branch-free row selection alone (engine.pair_pass.select_rows, the start of the pair loop); geometry only;
 geometry + frame update (on a scratch copy of the frames); geometry + frame + force accumulation
 without the law (scratch force arrays).
 law = full pair loop - (geometry + frame + accumulation). Differences of separately timed loops
@@ -29,27 +29,34 @@ sys.path.insert(0, str(ROOT / "src"))
 from graindem._jit import njit  # noqa: E402
 from graindem.contact import state as S  # noqa: E402
 from graindem.contact.frames import contact_point_velocity, from_frame, to_frame  # noqa: E402
-from graindem.engine import kernels as K  # noqa: E402
+from graindem.boundaries.servo import servo
+from graindem.boundaries.walls import wall_forces
+from graindem.contact.rows import turn_frame
+from graindem.core.cell import CELL_L, CELL_LBUILD, min_image
+from graindem.core.layout import CTL_RMAX, CTL_SKIN, ICTL_NPAIRS, ICTL_PERIODIC, ICTL_STEP, N_PRM, PAIR_INDEX
+from graindem.engine.history import compact_on_schedule, refresh_live
+from graindem.engine.integration import advance_particles
+from graindem.engine.pair_pass import N_SC, cell_box, pair_forces, select_rows
 
 
 @njit(_nrt=False)
 def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, omega, vel, pfs):
     """mode 0: geometry; 1: + frame update (pcq is scratch); 2: + accumulation (force, torque scratch)."""
-    Lx = cell[K.CELL_L]
-    Ly = cell[K.CELL_L + 1]
-    Lz = cell[K.CELL_L + 2]
-    perx = ictl[K.ICTL_PERIODIC] != 0
-    pery = ictl[K.ICTL_PERIODIC + 1] != 0
-    perz = ictl[K.ICTL_PERIODIC + 2] != 0
+    Lx = cell[CELL_L]
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    perx = ictl[ICTL_PERIODIC] != 0
+    pery = ictl[ICTL_PERIODIC + 1] != 0
+    perz = ictl[ICTL_PERIODIC + 2] != 0
     total = 0.0
     dt = 1e-7
-    for c in range(ictl[K.ICTL_NPAIRS]):
+    for c in range(ictl[ICTL_NPAIRS]):
         i = pi[c]
         j = pj[c]
         dx = pos[j, 0] - pos[i, 0]
         dy = pos[j, 1] - pos[i, 1]
         dz = pos[j, 2] - pos[i, 2]
-        dx, dy, dz = K._min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
+        dx, dy, dz = min_image(dx, dy, dz, Lx, Ly, Lz, perx, pery, perz)
         ri = radius[i]
         rj = radius[j]
         rs = ri + rj
@@ -70,8 +77,8 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
         if mode == 0:
             continue
         # the engine's own frame update in the orthogonal cell, so the split follows it
-        K._turn_frame(pcq, c, nx, ny, nz, 0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
-                      0.5 * (omega[i, 2] + omega[j, 2]), dt, True)
+        turn_frame(pcq, c, nx, ny, nz, 0.5 * (omega[i, 0] + omega[j, 0]), 0.5 * (omega[i, 1] + omega[j, 1]),
+                   0.5 * (omega[i, 2] + omega[j, 2]), dt, True)
         dsx, dsy, _ = to_frame(pcq, c, (vx - vn * nx) * dt, (vy - vn * ny) * dt, (vz - vn * nz) * dt)
         total += dsx + dsy
         if mode == 1:
@@ -105,25 +112,25 @@ def pass_geometry(pos, radius, cell, ictl, pi, pj, mode, pcq, force, torque, ome
 @njit(_nrt=False)
 def pass_select(pos, radius, cell, ictl, pi, pj, live, act, sc):
     """The pair pass's branch-free row selection alone (kernels._select_rows) on scratch act, sc."""
-    per = (ictl[K.ICTL_PERIODIC] != 0, ictl[K.ICTL_PERIODIC + 1] != 0, ictl[K.ICTL_PERIODIC + 2] != 0)
-    return K._select_rows(False, K._cell_box(cell), per, pos, radius, pi, pj, live, ictl[K.ICTL_NPAIRS], act, sc)
+    per = (ictl[ICTL_PERIODIC] != 0, ictl[ICTL_PERIODIC + 1] != 0, ictl[ICTL_PERIODIC + 2] != 0)
+    return select_rows(False, cell_box(cell), per, pos, radius, pi, pj, live, ictl[ICTL_NPAIRS], act, sc)
 
 
 def _pair_scratch(sim):
     """The pair loop's scratch rows and skip flags (made again after each rebuild, as run_steps does)."""
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
-    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
-    return np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX), live
+    refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
+    return np.empty((cap, N_SC)), np.empty(cap, dtype=PAIR_INDEX), live
 
 
 def profile(sim, steps):
     sim.setup()
     st = sim.store
-    prm = np.full(K.N_PRM, -1.0)  # scratch record of the force loops
+    prm = np.full(N_PRM, -1.0)  # scratch record of the force loops
     nw = sim.walls.shape[0]
-    skin = sim.ctl[K.CTL_SKIN]
-    cutoff = 2.0 * sim.ctl[K.CTL_RMAX] + skin
+    skin = sim.ctl[CTL_SKIN]
+    cutoff = 2.0 * sim.ctl[CTL_RMAX] + skin
     t = dict.fromkeys(["select", "geometry", "geometry_frame", "geometry_frame_accumulate", "pair_loop", "walls", "servo",
                        "particle_pass", "rebuild", "compact", "measure"], 0.0)
     f2 = np.zeros_like(sim.force)
@@ -140,7 +147,7 @@ def profile(sim, steps):
     pass_select(sim.pos, sim.radius, sim.cell, sim.ictl, sim.pi, sim.pj, live, act2, sc2)
     nselect = 0
     for step in range(steps):
-        st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + sim.n * nw + 1024)
+        st.ensure_free(int(sim.ictl[ICTL_NPAIRS]) + sim.n * nw + 1024)
         t0 = pc()
         nselect = pass_select(sim.pos, sim.radius, sim.cell, sim.ictl, sim.pi, sim.pj, live, act2, sc2)
         t["select"] += pc() - t0
@@ -151,31 +158,31 @@ def profile(sim, steps):
                           sim.vel, sim.pfs)
             t[key] += pc() - t0
         t0 = pc()
-        ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
-                           sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                           st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+        ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
+                         sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
+                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
         t["pair_loop"] += pc() - t0
         if nw:
             t0 = pc()
-            ok = ok and K.wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
-                                      sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk,
-                                      sim.wm, st.pts, st.nxt, st.meta, sim.acc, sim.out)
+            ok = ok and wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
+                                    sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk,
+                                    sim.wm, st.pts, st.nxt, st.meta, sim.acc, sim.out)
             t["walls"] += pc() - t0
         if not ok:
             raise RuntimeError("diverged")
         t0 = pc()
-        K.servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
+        servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
         t["servo"] += pc() - t0
         t0 = pc()
-        maxd2 = K.advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass,
-                                    sim.inertia, sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
+        maxd2 = advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass,
+                                  sim.inertia, sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
         t["particle_pass"] += pc() - t0
         wmove = 0.0
         for w in range(nw):
             sim.walls[w, :3] += sim.walls[w, 6:9] * sim.dt
             wmove = max(wmove, abs(float((sim.walls[w, :3] - sim.walls[w, 9:12]) @ sim.walls[w, 3:6])))
-        sim.ictl[K.ICTL_STEP] += 1
-        stretch = float(np.max(np.abs(sim.cell[K.CELL_L:K.CELL_L + 3] / sim.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] - 1)))
+        sim.ictl[ICTL_STEP] += 1
+        stretch = float(np.max(np.abs(sim.cell[CELL_L:CELL_L + 3] / sim.cell[CELL_LBUILD:CELL_LBUILD + 3] - 1)))
         if 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
             t0 = pc()
             sim._rebuild()
@@ -184,7 +191,7 @@ def profile(sim, steps):
             sc2, act2 = sc.copy(), act.copy()
             rebuilds += 1
         t0 = pc()
-        K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
+        compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
         t["compact"] += pc() - t0
     nmeas = 3
     t0 = pc()
@@ -198,7 +205,7 @@ def profile(sim, steps):
         "neighbour_rebuild_us_per_step": per_step_us["rebuild"],
         "store_compaction_us_per_step": per_step_us["compact"],
         "pair_select_us_per_step": per_step_us["select"],
-        "pair_rows": int(sim.ictl[K.ICTL_NPAIRS]),
+        "pair_rows": int(sim.ictl[ICTL_NPAIRS]),
         "pair_rows_selected": int(nselect),
         "pair_geometry_ns_per_contact": 1e9 * t["geometry"] / steps / ncont,
         "pair_frame_update_ns_per_contact": 1e9 * (t["geometry_frame"] - t["geometry"]) / steps / ncont,

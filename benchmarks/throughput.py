@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from graindem.engine import kernels as K  # noqa: E402
+from graindem.core.layout import ICTL_NPAIRS, ICTL_NREBUILDS
 from graindem.engine.simulation import Simulation  # noqa: E402
 
 PARTICLE_ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "pos_build", "pstart",
@@ -51,20 +51,20 @@ def measure(m, law, steps, shuffle=False, sort=False):
     sim.add_particles(pos, r, velocities=rng.normal(size=pos.shape) * 1e-4)
     sim.setup()
     sim.run(20)
-    r0 = int(sim.ictl[K.ICTL_NREBUILDS])
+    r0 = int(sim.ictl[ICTL_NREBUILDS])
     c0 = time.process_time()
     w0 = time.perf_counter()
     sim.run(steps)
     cpu = time.process_time() - c0
     wall = time.perf_counter() - w0
     n = sim.n
-    npairs = int(sim.ictl[K.ICTL_NPAIRS])
+    npairs = int(sim.ictl[ICTL_NPAIRS])
     contacts = int((sim.pfs[:npairs, 0] > 0).sum())
     pbytes = sum(getattr(sim, a).nbytes for a in PARTICLE_ARRAYS)
     cbytes = sum(getattr(sim, a).nbytes for a in PAIR_ARRAYS)
     return {"n": n, "steps": steps, "cpu_s": cpu, "wall_s": wall, "contacts": contacts, "pairs": npairs,
             "particle_steps_per_s": n * steps / cpu, "contact_steps_per_s": contacts * steps / cpu,
-            "ns_per_particle_step": cpu / (n * steps) * 1e9, "rebuilds": int(sim.ictl[K.ICTL_NREBUILDS]) - r0,
+            "ns_per_particle_step": cpu / (n * steps) * 1e9, "rebuilds": int(sim.ictl[ICTL_NREBUILDS]) - r0,
             "bytes_per_particle": pbytes / n, "bytes_per_pair_row": cbytes / sim.pi.shape[0],
             "bytes_per_particle_total": (pbytes + cbytes) / n}
 

@@ -13,7 +13,7 @@ import pytest
 from scipy.integrate import quad
 
 from graindem.contact import state as S
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_NPAIRS, ICTL_NREBUILDS
 from graindem.engine.simulation import Simulation
 
 E, NU, RHO = 70e9, 0.25, 2500.0
@@ -125,7 +125,7 @@ def test_cell_list_finds_exactly_the_brute_force_pairs(periodic):
     sim.set_box((0, 0, 0), (L, L, L), periodic=periodic)
     sim.add_particles(pos, r)
     sim.setup()
-    m = int(sim.ictl[K.ICTL_NPAIRS])
+    m = int(sim.ictl[ICTL_NPAIRS])
     listed = set(zip(sim.pi[:m].tolist(), sim.pj[:m].tolist()))
     assert len(listed) == m  # no duplicates
     brute = _brute_pairs(sim.pos, sim.radius, np.full(3, L), periodic, sim.skin)
@@ -167,13 +167,13 @@ def test_neighbour_list_always_holds_every_overlapping_pair_while_moving_in_a_de
         sim.run(20)
         Lnow = sim.box_lengths
         brute = _brute_pairs(sim.pos, sim.radius, Lnow, (True, True, True), 0.0)
-        m = int(sim.ictl[K.ICTL_NPAIRS])
+        m = int(sim.ictl[ICTL_NPAIRS])
         listed = set(zip(sim.pi[:m].tolist(), sim.pj[:m].tolist()))
         assert brute <= listed
         # every live history point belongs to a live contact row (nothing leaks when pairs leave)
         assert sim.store.n_live == int(sim.pist[:m, S.I_LEN].sum())
         touching += sim.measure()["n_contacts"]
-    assert sim.ictl[K.ICTL_NREBUILDS] > 10 and touching > 50
+    assert sim.ictl[ICTL_NREBUILDS] > 10 and touching > 50
     # the cell stretches by (1 + rate dt) per step (forward Euler of dL/dt = rate L)
     assert sim.box_lengths[2] / L == pytest.approx((1.0 - 20.0 * sim.dt) ** sim.step_count, rel=1e-12)
 

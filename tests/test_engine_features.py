@@ -18,7 +18,8 @@ import pytest
 from graindem.cli import main
 from graindem.contact import state as S
 from graindem.engine import checkpoint
-from graindem.engine import kernels as K
+from graindem.core.cell import CELL_LO
+from graindem.core.layout import CTL_VISC, ICTL_NPAIRS
 from graindem.engine.cli import run_scenario
 from graindem.engine.simulation import Simulation
 from graindem.io.scenario import scenario_to_toml, validate_scenario
@@ -52,7 +53,7 @@ def uninterrupted(tmp_path_factory):
 
 def _assert_same_state(a, b):
     assert a.step_count == b.step_count
-    m = int(a.ictl[K.ICTL_NPAIRS])
+    m = int(a.ictl[ICTL_NPAIRS])
     for name in ("pos", "vel", "omega", "quat", "cell", "ctl", "acc", "pos_build", "pstart"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     for name in ("pi", "pj", "pfs", "pist", "pcq"):
@@ -98,7 +99,7 @@ def test_particles_file_is_read_relative_to_the_scenario_and_brought_to_the_conf
                                                                                               capsys):
     packed, _ = checkpoint.load(uninterrupted / "packing.h5")
     L = packed.box_lengths
-    lo = packed.cell[K.CELL_LO:K.CELL_LO + 3]
+    lo = packed.cell[CELL_LO:CELL_LO + 3]
     pos = np.mod(packed.pos - lo, L)
     case = tmp_path / "case"
     case.mkdir()
@@ -159,7 +160,7 @@ def _loaded_sim(packed, **kw):
     """The prepared packing rebuilt through the API, compressed fast along z (the load rises)."""
     sim = Simulation(law="mindlin", E=packed.E, nu=packed.nu, mu=0.5, density=packed.density,
                      local_damping=0.3, reference_overlap=1e-12, **kw)
-    lo = packed.cell[K.CELL_LO:K.CELL_LO + 3]
+    lo = packed.cell[CELL_LO:CELL_LO + 3]
     sim.set_box(lo, lo + packed.box_lengths, periodic=(True, True, True))
     sim.add_particles(packed.pos, packed.radius)
     sim.setup()
@@ -236,7 +237,7 @@ def test_restitution_and_dt_of_the_scenario_reach_the_engine(uninterrupted, tmp_
     pair.set_box((-20 * R, -20 * R, -20 * R), (20 * R, 20 * R, 20 * R), periodic=(True, True, True))
     pair.add_particles([[-R - 1e-3 * R, 0, 0], [R + 1e-3 * R, 0, 0]], [R, R], velocities=[[0.1, 0, 0], [-0.1, 0, 0]])
     pair.setup()
-    assert pair.ctl[K.CTL_VISC] == sim.ctl[K.CTL_VISC]
+    assert pair.ctl[CTL_VISC] == sim.ctl[CTL_VISC]
     touched = False
     for _ in range(2000):
         pair.run(50)
@@ -280,7 +281,7 @@ def test_free_spin_orientation_is_the_exact_rotation(turn_per_step):
     """Torque-free spheres keep their spin, so after k steps the orientation is exactly the rotation by
     |omega| k dt about omega applied to the start (q <- exp(omega dt / 2) q, spatial spin): closed form
     (cos(theta/2), sin(theta/2) omega/|omega|) * q0. Two sizes of turn per step: the Taylor branch of
-    kernels._turn_orientations and the sine/cosine branch. Tolerance: one rounding per step, 2000 steps."""
+    core.rotations.turn_by_spin and the sine/cosine branch. Tolerance: one rounding per step, 2000 steps."""
     from graindem.core.rotations import quat_mul
     dt = 1e-6
     rng = np.random.default_rng(2)

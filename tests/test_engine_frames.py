@@ -1,4 +1,4 @@
-"""The engine's own frame update (kernels._turn_frame, one square root fewer than
+"""The engine's own frame update (contact.rows.turn_frame, one square root fewer than
 contact.frames.frame_update; with one_product_fewer also one quaternion product fewer): the same
 rotation to round-off in both forms, the same second-order objectivity against the exact rigid
 rotation (scipy), unit length kept without the full normalisation."""
@@ -8,7 +8,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from graindem.contact import frames as F
-from graindem.engine import kernels as K
+from graindem.contact.rows import turn_frame
 
 FORMS = pytest.mark.parametrize("fewer", [False, True], ids=["product", "one-product-fewer"])
 
@@ -19,7 +19,7 @@ def _unit(v):
 
 
 def _engine_update(fewer):
-    return lambda cq, c, *args: K._turn_frame(cq, c, *args, fewer)
+    return lambda cq, c, *args: turn_frame(cq, c, *args, fewer)
 
 
 def _tumble(update, steps_per_turn, turns, omega, n0):
@@ -70,7 +70,7 @@ def test_engine_frame_update_of_random_steps_matches_the_reference_step(fewer):
         n_new = _unit(n_old + 0.15 * rng.normal(size=3))
         spin = rng.normal(size=3) * 10.0 ** rng.uniform(-3, 1)
         dt = 0.01
-        w = K._turn_frame(cq, 0, *n_new, *spin, dt, fewer)
+        w = turn_frame(cq, 0, *n_new, *spin, dt, fewer)
         F.frame_update(cq, 1, *n_new, *spin, dt)
         # exact algebra, different rounding: a few ulps
         np.testing.assert_allclose(cq[0], cq[1], atol=4e-15)
@@ -82,5 +82,5 @@ def test_engine_frame_update_starts_afresh_when_the_normal_flips(fewer):
     cq = np.zeros((1, 4))
     n = _unit((0.2, 0.1, -0.9))
     F.frame_init(cq, 0, *n)
-    w = K._turn_frame(cq, 0, *(-n), 0.0, 0.0, 0.0, 1e-7, fewer)
+    w = turn_frame(cq, 0, *(-n), 0.0, 0.0, 0.0, 1e-7, fewer)
     np.testing.assert_allclose(np.array(F.quat_normal(*w)), -n, atol=1e-15)

@@ -16,7 +16,10 @@ import math
 import numpy as np
 import pytest
 
-from graindem.engine import kernels as K
+from graindem.boundaries.walls import wall_forces
+from graindem.core.layout import ACC_STRESS, ACC_WALL, ICTL_LAW, ICTL_NPAIRS, N_PRM, PAIR_INDEX
+from graindem.engine.history import refresh_live
+from graindem.engine.pair_pass import N_SC, pair_forces
 from graindem.engine.simulation import Simulation
 
 E, NU, MU, RHO = 70e9, 0.25, 0.5, 2500.0
@@ -31,12 +34,12 @@ RTOL = {"linear": 1e-12, "mindlin": 1e-12, "md_incremental": 2e-5, "jaeger": 2e-
 
 def _scratch(sim):
     cap = sim.pi.shape[0]
-    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX)
+    return np.full(N_PRM, -1.0), np.empty((cap, N_SC)), np.empty(cap, dtype=PAIR_INDEX)
 
 
 def _live(sim):
     live = np.empty(sim.pi.shape[0], dtype=np.uint8)
-    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
+    refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
     return live
 
 
@@ -44,9 +47,9 @@ def _pair_call(sim, prm, sc, act):
     st = sim.store
     sim.force[:] = 0.0
     sim.torque[:] = 0.0
-    ok = K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
-                       sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                       st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim))
+    ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
+                     sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
+                     st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim))
     assert ok
 
 
@@ -54,10 +57,10 @@ def _wall_call(sim, prm):
     st = sim.store
     sim.force[:] = 0.0
     sim.torque[:] = 0.0
-    sim.acc[K.ACC_STRESS:K.ACC_STRESS + 9] = 0.0
-    ok = K.wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
-                       sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
-                       st.meta, sim.acc, sim.out)
+    sim.acc[ACC_STRESS:ACC_STRESS + 9] = 0.0
+    ok = wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
+                     sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
+                     st.meta, sim.acc, sim.out)
     assert ok
 
 
@@ -89,7 +92,7 @@ def test_pair_pass_of_each_law_gives_hertz_normal_and_mindlin_tangential_force(l
         # the row may hold the pair the other way round: then its normal is -n
         i, j = j, i
         n = -n
-    assert int(sim.ictl[K.ICTL_LAW]) == ["linear", "mindlin", "md_incremental", "jaeger"].index(law)
+    assert int(sim.ictl[ICTL_LAW]) == ["linear", "mindlin", "md_incremental", "jaeger"].index(law)
     prm, sc, act = _scratch(sim)
     sim.vel[:] = 0.0
     sim.omega[:] = 0.0
@@ -100,7 +103,7 @@ def test_pair_pass_of_each_law_gives_hertz_normal_and_mindlin_tangential_force(l
     np.testing.assert_allclose(sim.force[j], N * n, rtol=1e-12, atol=1e-12 * N)
     np.testing.assert_allclose(sim.force[i], -N * n, rtol=1e-12, atol=1e-12 * N)
     np.testing.assert_allclose(sim.torque, 0.0, atol=1e-12 * N * ri)
-    stress = sim.acc[K.ACC_STRESS:K.ACC_STRESS + 9].reshape(3, 3)
+    stress = sim.acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3)
     np.testing.assert_allclose(stress, np.outer(N * n, dist * n), atol=1e-12 * N * dist)
     # j slides along t at fixed overlap for one step: ds = SLIDE * s*
     a = math.sqrt(rstar * delta)
@@ -117,7 +120,7 @@ def test_pair_pass_of_each_law_gives_hertz_normal_and_mindlin_tangential_force(l
     np.testing.assert_allclose(sim.force[i], -f_j, atol=tol)
     np.testing.assert_allclose(sim.torque[i], -lever_i * np.cross(n, f_j), atol=tol * ri)
     np.testing.assert_allclose(sim.torque[j], -lever_j * np.cross(n, f_j), atol=tol * rj)
-    stress = sim.acc[K.ACC_STRESS:K.ACC_STRESS + 9].reshape(3, 3)
+    stress = sim.acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3)
     np.testing.assert_allclose(stress, np.outer(f_j, dist * n), atol=tol * dist)
 
 
@@ -139,7 +142,7 @@ def test_wall_pass_of_each_law_gives_hertz_normal_and_mindlin_tangential_force(l
     up = np.array([0.0, 0.0, 1.0])
     np.testing.assert_allclose(sim.force[0], N * up, atol=1e-12 * N)
     w = floor
-    np.testing.assert_allclose(sim.acc[K.ACC_WALL + 3 * w:K.ACC_WALL + 3 * w + 3], -N * up, atol=1e-12 * N)
+    np.testing.assert_allclose(sim.acc[ACC_WALL + 3 * w:ACC_WALL + 3 * w + 3], -N * up, atol=1e-12 * N)
     a = math.sqrt(r * delta)
     kt = 4.0 * G * a / (2.0 - NU)
     ds = SLIDE * MU * N / kt
@@ -151,4 +154,4 @@ def test_wall_pass_of_each_law_gives_hertz_normal_and_mindlin_tangential_force(l
     np.testing.assert_allclose(sim.force[0], f_p, atol=tol)
     # torque about the centre of a force acting at the wall plane, a lever r - delta along -up
     np.testing.assert_allclose(sim.torque[0], np.cross(-(r - delta) * up, f_p), atol=tol * r)
-    np.testing.assert_allclose(sim.acc[K.ACC_WALL + 3 * w:K.ACC_WALL + 3 * w + 3], -f_p, atol=tol)
+    np.testing.assert_allclose(sim.acc[ACC_WALL + 3 * w:ACC_WALL + 3 * w + 3], -f_p, atol=tol)

@@ -17,7 +17,7 @@ from scipy.integrate import quad
 from graindem.contact import state as S
 from graindem.contact.hertz import contact_params
 from graindem.engine import checkpoint
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_NPAIRS
 from graindem.engine.simulation import Simulation
 
 E1, NU1, RHO1 = 70e9, 0.25, 2500.0     # glass-like
@@ -218,8 +218,8 @@ def test_prepared_packing_with_materials_keeps_them_through_a_checkpoint(tmp_pat
         assert np.array_equal(getattr(sim, name), getattr(again, name)), name
     # per-row constants of the live pair rows (rows past the pair count are scratch: they may still
     # hold the constants of pairs that have since left the list, which a checkpoint need not keep)
-    m = int(sim.ictl[K.ICTL_NPAIRS])
-    assert m > 0 and m == int(again.ictl[K.ICTL_NPAIRS])
+    m = int(sim.ictl[ICTL_NPAIRS])
+    assert m > 0 and m == int(again.ictl[ICTL_NPAIRS])
     assert np.array_equal(sim.pk[:m], again.pk[:m]) and np.array_equal(sim.pm[:m], again.pm[:m])
     sim.run(50)
     again.run(50)

@@ -1,6 +1,6 @@
-"""The pair rows' particle indices are int32 (kernels.PAIR_INDEX, session 7).
+"""The pair rows' particle indices are int32 (core.layout.PAIR_INDEX).
 
-Checked here: a checkpoint written before session 7 (int64 pi, pj) loads with int32 indices and
+Checked here: a schema-1 checkpoint with int64 pi, pj loads with int32 indices and
 continues bit for bit as the uninterrupted run does (reference: the same run never checkpointed);
 and a particle count or pair capacity beyond what PAIR_INDEX can number is refused with a
 ValueError before any work (the limit is patched down to a small number, so the refusal is
@@ -10,7 +10,7 @@ exercised without allocating 2^31 rows).
 import numpy as np
 import pytest
 
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_NPAIRS, ICTL_NREBUILDS, PAIR_INDEX
 from graindem.engine import prepare
 from graindem.engine.simulation import Simulation
 
@@ -36,21 +36,21 @@ def test_int64_checkpoint_loads_as_int32_and_continues_bit_for_bit():
     sim = _compressed_gas()
     sim.run(4000)
     arrays, meta = sim.state_dict()
-    assert arrays["pi"].dtype == K.PAIR_INDEX and sim.qi.dtype == K.PAIR_INDEX
+    assert arrays["pi"].dtype == PAIR_INDEX and sim.qi.dtype == PAIR_INDEX
     old = dict(arrays)
     old["pi"] = arrays["pi"].astype(np.int64)
     old["pj"] = arrays["pj"].astype(np.int64)
     restarted = Simulation.from_state(old, meta)
     for name in ("pi", "pj", "qi", "qj"):
-        assert getattr(restarted, name).dtype == K.PAIR_INDEX, name
-    m = int(sim.ictl[K.ICTL_NPAIRS])
+        assert getattr(restarted, name).dtype == PAIR_INDEX, name
+    m = int(sim.ictl[ICTL_NPAIRS])
     np.testing.assert_array_equal(restarted.pi[:m], sim.pi[:m])
-    rebuilds = int(sim.ictl[K.ICTL_NREBUILDS])
+    rebuilds = int(sim.ictl[ICTL_NREBUILDS])
     sim.run(2000)
     restarted.run(2000)
     # contacts and renumbering rebuilds happened in the compared stretch
     assert int((sim.pfs[:, 0] > 0).sum()) > 40
-    assert int(sim.ictl[K.ICTL_NREBUILDS]) > rebuilds
+    assert int(sim.ictl[ICTL_NREBUILDS]) > rebuilds
     for name in STATE + ("pi", "pj"):
         np.testing.assert_array_equal(getattr(restarted, name), getattr(sim, name), err_msg=name)
 
@@ -68,9 +68,9 @@ def test_particle_count_beyond_pair_index_is_refused(monkeypatch):
 
 def test_pair_capacity_beyond_pair_index_is_refused(monkeypatch):
     reference = _compressed_gas()
-    rows_loose = int(reference.ictl[K.ICTL_NPAIRS])
+    rows_loose = int(reference.ictl[ICTL_NPAIRS])
     reference.run(4000)
-    rows = int(reference.ictl[K.ICTL_NPAIRS])
+    rows = int(reference.ictl[ICTL_NPAIRS])
     arrays, meta = reference.state_dict()
     # a limit below the rows the compressed list needs, above those of the loose gas and the particle count
     limit = (rows_loose + rows) // 2

@@ -1,5 +1,5 @@
 """jaeger's force pass prefetches history points of the touching rows ahead once the store holds
-PREFETCH_MIN_POINTS points (kernels._prefetch_store_ahead). A prefetch is a hint to the cache and
+PREFETCH_MIN_POINTS points (engine.pair_pass._prefetch_store_ahead). A prefetch is a hint to the cache and
 must change nothing.
 
 Reference: the same contacts driven through the same movements with a store below the threshold
@@ -10,7 +10,9 @@ import numpy as np
 
 from graindem.contact import state as S
 from graindem.contact.laws import PREFETCH_MIN_POINTS, PREFETCH_TOP
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_NPAIRS, N_PRM, PAIR_INDEX
+from graindem.engine.history import refresh_live
+from graindem.engine.pair_pass import N_SC, pair_forces
 from graindem.engine.simulation import Simulation
 
 N_PAIRS = 40          # more touching rows than PREFETCH_TOP, so hints aim at rows ahead, not only the last
@@ -46,9 +48,9 @@ def _drive(sim, steps):
     the fewest touching rows at any step."""
     rng = np.random.default_rng(5)
     cap = sim.pi.shape[0]
-    prm, sc, act = np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX)
+    prm, sc, act = np.full(N_PRM, -1.0), np.empty((cap, N_SC)), np.empty(cap, dtype=PAIR_INDEX)
     live = np.empty(cap, dtype=np.uint8)
-    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
+    refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
     st = sim.store
     longest = 0
     fewest_touching = N_PAIRS
@@ -58,10 +60,10 @@ def _drive(sim, steps):
         sim.pos += sim.vel * sim.dt
         sim.force[:] = 0.0
         sim.torque[:] = 0.0
-        assert K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
-                             sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk,
-                             sim.pm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
-        m = int(sim.ictl[K.ICTL_NPAIRS])
+        assert pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
+                           sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk,
+                           sim.pm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+        m = int(sim.ictl[ICTL_NPAIRS])
         longest = max(longest, int(sim.pist[:m, S.I_LEN].max()))
         fewest_touching = min(fewest_touching, int(np.count_nonzero(sim.pfs[:m, S.F_DELTA] > 0.0)))
     return longest, fewest_touching
@@ -70,8 +72,8 @@ def _drive(sim, steps):
 def test_prefetching_jaeger_pass_changes_nothing():
     small, big = _pairs_sim(False), _pairs_sim(True)
     assert small.store.pts.shape[0] < PREFETCH_MIN_POINTS <= big.store.pts.shape[0]
-    m = int(small.ictl[K.ICTL_NPAIRS])
-    assert m == int(big.ictl[K.ICTL_NPAIRS]) == N_PAIRS > PREFETCH_TOP
+    m = int(small.ictl[ICTL_NPAIRS])
+    assert m == int(big.ictl[ICTL_NPAIRS]) == N_PAIRS > PREFETCH_TOP
     longest, fewest_touching = _drive(small, 300)
     assert _drive(big, 300) == (longest, fewest_touching)
     assert longest >= 3                         # the hints below the top point had points to aim at

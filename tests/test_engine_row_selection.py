@@ -1,4 +1,4 @@
-"""The pair pass's branch-free row selection (kernels._select_rows, session 6).
+"""The pair pass's branch-free row selection (engine.pair_pass.select_rows).
 
 The kinematics visit only the rows the selection lists; the rows found touching must be exactly
 those whose spheres overlap, and the run must be the one the plain scan over every row gives (the
@@ -16,7 +16,12 @@ import numpy as np
 
 from graindem._jit import njit
 from graindem.contact import state as S
-from graindem.engine import kernels as K
+from graindem.boundaries.servo import servo
+from graindem.boundaries.walls import wall_forces
+from graindem.core.layout import CTL_SKIN, ICTL_NPAIRS, ICTL_STEP, N_PRM, PAIR_INDEX
+from graindem.engine.history import compact_on_schedule, refresh_live
+from graindem.engine.integration import advance_particles
+from graindem.engine.pair_pass import N_SC, pair_force_pass_mindlin, pair_forces, pair_kinematics
 from graindem.engine.simulation import Simulation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "packing_4000.csv"
@@ -27,12 +32,12 @@ BOX = 0.03
 @njit(_nrt=False)
 def _pair_forces_full_scan(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
                            pk, pm, pts, nxt, meta, acc, out, sc, act, live):
-    na = K._pair_kinematics(False, False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
-                            pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
+    na = pair_kinematics(False, False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
+                         pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
     if na < 0:
         return False
-    K._pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                               pts, nxt, meta, acc, sc, act, na)
+    pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
+                            pts, nxt, meta, acc, sc, act, na)
     return True
 
 
@@ -64,12 +69,12 @@ def _bottom_layer(n=700, seed=3):
 def _scratch(sim):
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
-    K.refresh_live(sim.pfs, sim.pist, sim.ictl[K.ICTL_NPAIRS], live)
-    return np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX), live
+    refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
+    return np.full(N_PRM, -1.0), np.empty((cap, N_SC)), np.empty(cap, dtype=PAIR_INDEX), live
 
 
 def _touching_rows(sim):
-    npairs = int(sim.ictl[K.ICTL_NPAIRS])
+    npairs = int(sim.ictl[ICTL_NPAIRS])
     i, j = sim.pi[:npairs], sim.pj[:npairs]
     d2 = ((sim.pos[j] - sim.pos[i]) ** 2).sum(1)
     rs2 = (sim.radius[i] + sim.radius[j]) ** 2
@@ -81,25 +86,25 @@ def _step(sim, pair_fn, scratch, check=None):
     right after the pair pass."""
     prm, sc, act, live = scratch
     st = sim.store
-    st.ensure_free(int(sim.ictl[K.ICTL_NPAIRS]) + sim.n * sim.walls.shape[0] + 1024)
+    st.ensure_free(int(sim.ictl[ICTL_NPAIRS]) + sim.n * sim.walls.shape[0] + 1024)
     ok = pair_fn(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell, sim.ctl,
                  sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts, st.nxt, st.meta,
                  sim.acc, sim.out, sc, act, live)
     assert ok
     if check is not None:
         check(sim, act)
-    assert K.wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
-                         sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
-                         st.meta, sim.acc, sim.out)
-    K.servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
-    maxd2 = K.advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass, sim.inertia,
-                                sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
+    assert wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
+                       sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
+                       st.meta, sim.acc, sim.out)
+    servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
+    maxd2 = advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass, sim.inertia,
+                              sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
     assert maxd2 >= 0.0
-    sim.ictl[K.ICTL_STEP] += 1
-    if 2.0 * math.sqrt(maxd2) > sim.ctl[K.CTL_SKIN]:
+    sim.ictl[ICTL_STEP] += 1
+    if 2.0 * math.sqrt(maxd2) > sim.ctl[CTL_SKIN]:
         sim._rebuild()
         scratch[:] = _scratch(sim)
-    K.compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
+    compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
 
 
 def test_touching_rows_are_exactly_the_overlapping_pairs():
@@ -109,7 +114,7 @@ def test_touching_rows_are_exactly_the_overlapping_pairs():
 
     def check(sim, act):
         # after the pass the touching rows are listed in act[0:na] in row order, and hold F_DELTA > 0
-        npairs = int(sim.ictl[K.ICTL_NPAIRS])
+        npairs = int(sim.ictl[ICTL_NPAIRS])
         expect = np.flatnonzero(before[0] < before[1])
         np.testing.assert_array_equal(np.flatnonzero(sim.pfs[:npairs, S.F_DELTA] > 0.0), expect)
         np.testing.assert_array_equal(act[:expect.size], expect)
@@ -119,7 +124,7 @@ def test_touching_rows_are_exactly_the_overlapping_pairs():
         before = _touching_rows(sim)
         # no pair here sits within rounding of touching, so the numpy set compares exactly
         assert np.min(np.abs(before[0] / before[1] - 1.0)) > 1e-12
-        _step(sim, K.pair_forces, scratch, check)
+        _step(sim, pair_forces, scratch, check)
     assert len(seen) == 40 and min(seen) > 500
 
 
@@ -128,9 +133,9 @@ def test_selected_pass_is_the_full_scan():
 
     The state is compared to 1e-9 relative, not bit for bit: the two passes are separately compiled
     copies of the same source, and with fastmath LLVM may fuse a multiply-add in one and not in the
-    other. Session 9: on the fallback lattice (a clone without ../shared/data) a frame quaternion
-    component differed by 3e-21 after two steps, the velocities by 3e-16 after 300; on the settled
-    packing the runs were bit for bit the same. A row the selection wrongly skipped would lose a
+    other (on the fallback lattice, a clone without ../shared/data, a frame quaternion component
+    differs by 3e-21 after two steps, the velocities by 3e-16 after 300; on the settled packing the
+    runs are bit for bit the same). A row the selection wrongly skipped would lose a
     whole contact force, a difference of order one."""
     a = _bottom_layer()
     b = _bottom_layer()
@@ -138,13 +143,13 @@ def test_selected_pass_is_the_full_scan():
     sb = list(_scratch(b))
     openings = 0
     for _ in range(300):
-        npairs = int(a.ictl[K.ICTL_NPAIRS])
+        npairs = int(a.ictl[ICTL_NPAIRS])
         d2, rs2 = _touching_rows(a)
         openings += int(np.sum((sa[3][:npairs] != 0) & (d2 >= rs2)))
-        _step(a, K.pair_forces, sa)
+        _step(a, pair_forces, sa)
         _step(b, _pair_forces_full_scan, sb)
-        m = int(a.ictl[K.ICTL_NPAIRS])
-        assert m == int(b.ictl[K.ICTL_NPAIRS])
+        m = int(a.ictl[ICTL_NPAIRS])
+        assert m == int(b.ictl[ICTL_NPAIRS])
         np.testing.assert_array_equal(a.pfs[:m, S.F_DELTA] > 0.0, b.pfs[:m, S.F_DELTA] > 0.0)
     # the shaking opens contacts, so the selection's `live` branch is exercised
     assert openings > 0

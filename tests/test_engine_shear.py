@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graindem.engine import checkpoint
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_NPAIRS
 from graindem.engine.prepare import prepare_packing
 from graindem.engine.simulation import Simulation
 
@@ -99,7 +99,7 @@ def test_neighbour_list_of_a_sheared_cell_matches_brute_force_minimum_image(rate
         sim._rebuild()
         h = sim.cell_matrix
         assert abs(h[1, 0]) <= 0.5 * L + 1e-12 and abs(h[2, 0]) <= 0.5 * L + 1e-12 and abs(h[2, 1]) <= 0.5 * L + 1e-12
-        m = int(sim.ictl[K.ICTL_NPAIRS])
+        m = int(sim.ictl[ICTL_NPAIRS])
         got = {(min(a, b), max(a, b)) for a, b in zip(sim.pi[:m].tolist(), sim.pj[:m].tolist())}
         ref = _brute_pairs(sim.pos, sim.radius, h, sim.skin)
         assert got == ref
@@ -221,7 +221,7 @@ def test_restart_under_shear_continues_bit_for_bit(packing, tmp_path):
     for name in Simulation.ARRAYS:
         a, b = getattr(base, name), getattr(again, name)
         if name in ("pi", "pj", "pfs", "pist", "pcq"):
-            m = int(base.ictl[K.ICTL_NPAIRS])
+            m = int(base.ictl[ICTL_NPAIRS])
             a, b = a[:m], b[:m]
         assert np.array_equal(a, b), name
     assert base.store.n_live == again.store.n_live

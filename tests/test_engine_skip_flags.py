@@ -12,7 +12,9 @@ import pytest
 
 from graindem.contact import state as S
 from graindem.contact.store import M_LIVE
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_NPAIRS, N_PRM, PAIR_INDEX
+from graindem.engine.history import refresh_live
+from graindem.engine.pair_pass import N_SC, pair_forces
 from graindem.engine.simulation import Simulation
 
 
@@ -29,9 +31,9 @@ def _pair(sim, prm, sc, act, live):
     st = sim.store
     sim.force[:] = 0.0
     sim.torque[:] = 0.0
-    assert K.pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
-                         sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                         st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+    assert pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
+                       sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
+                       st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
 
 
 @pytest.mark.parametrize("law,energy", [("mindlin", False), ("jaeger", False), ("jaeger", True)])
@@ -44,14 +46,14 @@ def test_skip_flags_follow_a_contact_through_touch_slide_opening_and_touch_again
     # apart by 1 um: in the neighbour list (skin 0.1 diameters), not touching
     sim.add_particles([[0.0, 0.0, 0.0], list((ri + rj + 1e-6) * n)], [ri, rj])
     sim.setup()
-    assert int(sim.ictl[K.ICTL_NPAIRS]) == 1
+    assert int(sim.ictl[ICTL_NPAIRS]) == 1
     i, j = int(sim.pi[0]), int(sim.pj[0])
     d = sim.pos[j] - sim.pos[i]
     n = d / np.linalg.norm(d)
     cap = sim.pi.shape[0]
-    prm, sc, act = np.full(K.N_PRM, -1.0), np.empty((cap, K.N_SC)), np.empty(cap, dtype=K.PAIR_INDEX)
+    prm, sc, act = np.full(N_PRM, -1.0), np.empty((cap, N_SC)), np.empty(cap, dtype=PAIR_INDEX)
     live = np.full(cap, 7, dtype=np.uint8)
-    K.refresh_live(sim.pfs, sim.pist, 1, live)
+    refresh_live(sim.pfs, sim.pist, 1, live)
     assert live[0] == 0
     sim.vel[:] = 0.0
     sim.omega[:] = 0.0

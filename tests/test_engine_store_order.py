@@ -1,5 +1,5 @@
 """The engine's history-store compaction (kernels.compact_store, every ICTL_COMPACT_EVERY steps)
-and the orthogonal minimum image by comparisons (kernels._min_image).
+and the orthogonal minimum image by comparisons (core.cell.min_image).
 
 References: the compaction must change indices only, so (1) every contact's history read by
 walking the linked stacks in plain Python before and after is the same sequence of points, the
@@ -13,7 +13,8 @@ import numpy as np
 from graindem.contact import state as S
 from graindem.contact.store import HOT_POINTS, M_CAPACITY, M_FREE_HEAD, M_LIVE
 from graindem.core.cell import min_image
-from graindem.engine import kernels as K
+from graindem.core.layout import ICTL_COMPACT_EVERY, ICTL_NPAIRS, ICTL_STEP
+from graindem.engine.history import compact_store
 from graindem.engine.simulation import Simulation
 
 NU, RHO = 0.25, 2500.0
@@ -69,7 +70,7 @@ def _churned_sim(compact_every, steps=300):
     sim.control_axis(0, strain_rate=-150.0)
     sim.control_axis(1, strain_rate=-150.0)
     sim.setup()
-    sim.ictl[K.ICTL_COMPACT_EVERY] = compact_every
+    sim.ictl[ICTL_COMPACT_EVERY] = compact_every
     sim.run(steps)
     return sim
 
@@ -77,7 +78,7 @@ def _churned_sim(compact_every, steps=300):
 def test_compaction_keeps_every_history_and_leaves_a_sequential_free_list():
     sim = _churned_sim(-1)
     st = sim.store
-    m = int(sim.ictl[K.ICTL_NPAIRS])
+    m = int(sim.ictl[ICTL_NPAIRS])
     nw_rows = sim.wist.shape[0]
     before_pairs = _stacks(sim.pist, m, st.pts, st.nxt)
     before_walls = _stacks(sim.wist, nw_rows, st.pts, st.nxt)
@@ -86,7 +87,7 @@ def test_compaction_keeps_every_history_and_leaves_a_sequential_free_list():
     assert live > 500 and max(len(p) for p in before_pairs) >= 10 and sum(len(p) for p in before_walls) > 0
     free_before = _free_list(st.nxt, st.meta)
     assert free_before != sorted(free_before)
-    assert K.compact_store(sim.pist, m, sim.wist, nw_rows, st.pts, st.nxt, st.meta)
+    assert compact_store(sim.pist, m, sim.wist, nw_rows, st.pts, st.nxt, st.meta)
     assert _stacks(sim.pist, m, st.pts, st.nxt) == before_pairs
     assert _stacks(sim.wist, nw_rows, st.pts, st.nxt) == before_walls
     assert st.n_live == live
@@ -113,12 +114,12 @@ def test_compaction_keeps_every_history_and_leaves_a_sequential_free_list():
 def test_compaction_refuses_a_corrupt_row_and_changes_nothing():
     sim = _churned_sim(-1, steps=150)
     st = sim.store
-    m = int(sim.ictl[K.ICTL_NPAIRS])
+    m = int(sim.ictl[ICTL_NPAIRS])
     row = int(np.argmax(sim.pist[:m, S.I_LEN]))
     assert sim.pist[row, S.I_LEN] > 1
     sim.pist[row, S.I_LEN] -= 1
     saved = [a.copy() for a in (sim.pist, sim.wist, st.pts, st.nxt, st.meta)]
-    assert not K.compact_store(sim.pist, m, sim.wist, sim.wist.shape[0], st.pts, st.nxt, st.meta)
+    assert not compact_store(sim.pist, m, sim.wist, sim.wist.shape[0], st.pts, st.nxt, st.meta)
     for a, b in zip(saved, (sim.pist, sim.wist, st.pts, st.nxt, st.meta)):
         assert np.array_equal(a, b)
 
@@ -126,10 +127,10 @@ def test_compaction_refuses_a_corrupt_row_and_changes_nothing():
 def test_a_run_that_compacts_every_few_steps_ends_bit_for_bit_where_the_uncompacted_run_ends():
     plain = _churned_sim(-1)
     compacted = _churned_sim(7)
-    assert int(compacted.ictl[K.ICTL_STEP]) == 300 and plain.store.n_live == compacted.store.n_live > 500
+    assert int(compacted.ictl[ICTL_STEP]) == 300 and plain.store.n_live == compacted.store.n_live > 500
     for name in ("pos", "vel", "omega", "quat", "pfs", "pcq", "wfs", "wcq", "acc"):
         assert np.array_equal(getattr(plain, name), getattr(compacted, name)), name
-    m = int(plain.ictl[K.ICTL_NPAIRS])
+    m = int(plain.ictl[ICTL_NPAIRS])
     assert np.array_equal(plain.pist[:m, S.I_LEN], compacted.pist[:m, S.I_LEN])
     assert _stacks(plain.pist, m, plain.store.pts, plain.store.nxt) == \
         _stacks(compacted.pist, m, compacted.store.pts, compacted.store.nxt)

@@ -1,16 +1,16 @@
-"""Wall contacts kept in candidate rows (session 7): rows q < ictl[ICTL_NWCAND], keyed wcand[q] = i * n_walls + w.
+"""Wall contacts kept in candidate rows: rows q < ictl[ICTL_NWCAND], keyed wcand[q] = i * n_walls + w.
 
 References: (1) the rows must hold exactly the (particle, wall) pairs within r + skin of the wall, in key
 order, with their state carried across rebuilds by key: checked against a plain numpy evaluation of the
-wall distances and against the contacts' own overlaps; (2) a checkpoint written before session 7 (one row
-per (particle, wall), row i * n_walls + w) must load and continue bit for bit as the same state saved in
+wall distances and against the contacts' own overlaps; (2) a schema-1 checkpoint in the dense layout (one row
+per (particle, wall), row i * n_walls + w, no meta["wall_rows"]) must load and continue bit for bit as the same state saved in
 the new layout, with the dissipation its non-candidate rows held counted in the total.
 """
 
 import numpy as np
 
 from graindem.contact import state as S
-from graindem.engine import kernels as K
+from graindem.core.layout import ACC_DISS_RELEASED, ICTL_NREBUILDS, ICTL_NWCAND
 from graindem.engine.simulation import Simulation
 
 
@@ -43,11 +43,11 @@ def test_candidate_rows_are_the_walls_near_pairs_in_key_order():
     sim = _walled_sim()
     sim.run(3000)
     nw = sim.walls.shape[0]
-    nwc = int(sim.ictl[K.ICTL_NWCAND])
+    nwc = int(sim.ictl[ICTL_NWCAND])
     # the candidates of the last rebuild, from the build positions and wall points
     h = np.einsum("iwk,wk->iw", sim.pos_build[:, None, :] - sim.walls[None, :, 9:12], sim.walls[:, 3:6])
     near = np.flatnonzero((h < sim.radius[:, None] + sim.skin).ravel())
-    assert int(sim.ictl[K.ICTL_NREBUILDS]) > 5
+    assert int(sim.ictl[ICTL_NREBUILDS]) > 5
     np.testing.assert_array_equal(sim.wcand[:nwc], near)
     # every touching row is a candidate whose overlap is the particle's reach past the wall now
     wc = sim.wall_contact_arrays()
@@ -68,9 +68,9 @@ def test_candidate_rows_are_the_walls_near_pairs_in_key_order():
 
 
 def _to_dense(arrays, n, nw, moved_dissipation):
-    """The pre-session-7 layout of the same state: row i * nw + w; one non-candidate row holds some
+    """The dense wall-row layout of the same state: row i * nw + w; one non-candidate row holds some
     dissipation that the new layout keeps in ACC_DISS_RELEASED."""
-    nwc = int(arrays["ictl"][K.ICTL_NWCAND])
+    nwc = int(arrays["ictl"][ICTL_NWCAND])
     keys = arrays["wcand"][:nwc]
     fs = np.zeros((n * nw, S.N_FSTATE))
     ist = np.zeros((n * nw, S.N_ISTATE), dtype=np.int64)
@@ -83,7 +83,7 @@ def _to_dense(arrays, n, nw, moved_dissipation):
     spare = np.setdiff1d(np.arange(n * nw), keys)[0]
     fs[spare, S.F_DISS] = moved_dissipation
     acc = arrays["acc"].copy()
-    acc[K.ACC_DISS_RELEASED] -= moved_dissipation
+    acc[ACC_DISS_RELEASED] -= moved_dissipation
     return dict(arrays, wfs=fs, wist=ist, wcq=cq, acc=acc)
 
 
@@ -92,7 +92,7 @@ def test_old_dense_checkpoint_continues_bit_for_bit():
     sim.run(2500)
     arrays, meta = sim.state_dict()
     assert len(sim.wall_contact_arrays()["i"]) > 10
-    assert np.any(sim.wist[:int(sim.ictl[K.ICTL_NWCAND]), S.I_LEN] > 0)   # histories to carry
+    assert np.any(sim.wist[:int(sim.ictl[ICTL_NWCAND]), S.I_LEN] > 0)   # histories to carry
     moved = 0.25 * float(sim.measure()["frictional_dissipation"])
     assert moved > 0.0
     old_meta = {k: v for k, v in meta.items() if k != "wall_rows"}
@@ -106,4 +106,4 @@ def test_old_dense_checkpoint_continues_bit_for_bit():
     new.run(1500)
     for name in ("pos", "vel", "omega", "quat", "pfs", "pcq", "wfs", "wist", "wcq", "wcand"):
         np.testing.assert_array_equal(getattr(old, name), getattr(new, name), err_msg=name)
-    assert int(new.ictl[K.ICTL_NREBUILDS]) > int(sim.ictl[K.ICTL_NREBUILDS])
+    assert int(new.ictl[ICTL_NREBUILDS]) > int(sim.ictl[ICTL_NREBUILDS])

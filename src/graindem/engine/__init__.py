@@ -8,10 +8,13 @@
     sim.run(1000, callback=f, every=100)
     sim.measure()                                     # stress, strains, void ratio, contacts, energies ...
 
-Modules: `simulation` (the Simulation class and its checks), `kernels` (numba: neighbour list,
-contact forces, walls, servo, integration, the time loop), `prepare` (dense packings by isotropic
-compression), `damping` (restitution -> viscous coefficient), `checkpoint` (HDF5 save/load),
-`cli` (`graindem run`). Contact frames live in `graindem.contact.frames`.
+Modules: `simulation` (the Simulation class and its checks), the numba kernels by job: `neighbours`
+(Verlet list with skin), `pair_pass` (sphere-sphere forces), `integration` (kick, drift, rotation),
+`history` (upkeep of the history store), `loop` (the time loop); `prepare` (dense packings by
+isotropic compression), `damping` (restitution -> viscous coefficient), `checkpoint` (HDF5
+save/load), `cli` (`graindem run`). Shared pieces: `graindem.core` (array layouts, cell geometry,
+rotations, trilinear grid), `graindem.boundaries` (walls, servo), `graindem.contact.rows` (one
+contact row's parameters, frame and law step). docs/architecture.md describes the design.
 """
 
 from .simulation import Diverged, Simulation

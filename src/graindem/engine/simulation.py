@@ -10,7 +10,7 @@ Units SI. Stress is compression-positive. Materials: the constructor's E, nu, mu
 material 0; `add_material` adds more, particles and walls name theirs (default 0), and each pair of
 materials gets its record by the usual mixing (`pair_record`), friction overridable per pair
 (`set_pair_friction`). The pair-dependent Hertz quantities (R*, 4/3 E* sqrt(R*)) are set per pair
-row when the neighbour list is built (see kernels.py).
+row when the neighbour list is built (engine.neighbours).
 All state lives in numpy arrays (`state_dict()`), which is what checkpoints hold; output reads
 copies and never changes state.
 """
@@ -23,10 +23,19 @@ from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
 from ..contact.store import HistoryStore, BYTES_PER_POINT
-from . import kernels as K
-from ..core.cell import minimum_image
+from ..core.cell import CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, N_CELL, minimum_image
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_VISC_WORK, ACC_WALL,
+                           CTL_DIVERGE_OVERLAP, CTL_DT, CTL_G, CTL_GAIN, CTL_INTEGRAL, CTL_LOCAL_DAMP,
+                           CTL_MAXRATE, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN, CTL_TARGET, CTL_VISC,
+                           ICTL_ENERGY, ICTL_LAW, ICTL_MODE, ICTL_N, ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS,
+                           ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, N_CTL,
+                           N_ICTL, N_OUT, N_PK, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS,
+                           PAIR_INDEX, PAIR_INDEX_MAX, STATUS_DIVERGED, STATUS_PAIRS_FULL)
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
+from .history import reload_contacts, tangential_energy_sum
+from .loop import run_steps
+from .neighbours import build_pairs, refresh_constants
 
 SCHEMA_VERSION = 1
 
@@ -262,9 +271,9 @@ class Simulation:
                 tab[a * m + b] = self.pair_record(a, b)
         self.mtab = tab
         if self.ready or getattr(self, "pk", None) is not None:
-            self.ictl[K.ICTL_NMAT] = m
-            K.refresh_constants(self.radius, self.mass, self.pmat, self.mtab, self.ctl, self.ictl, self.pi, self.pj,
-                                self.pk, self.pm, self.wcand, self.wk, self.wm)
+            self.ictl[ICTL_NMAT] = m
+            refresh_constants(self.radius, self.mass, self.pmat, self.mtab, self.ctl, self.ictl, self.pi, self.pj,
+                              self.pk, self.pm, self.wcand, self.wk, self.wm)
 
     @property
     def ids(self):
@@ -387,7 +396,7 @@ class Simulation:
         cutoff, or the minimum image would not be unique."""
         if not np.any(self.shear != 0.0):
             return
-        L = self.cell[K.CELL_L:K.CELL_L + 3] if self.ready else self.box_hi - self.box_lo
+        L = self.cell[CELL_L:CELL_L + 3] if self.ready else self.box_hi - self.box_lo
         cutoff = 2.0 * float(self.radius.max()) + self.skin
         worst = np.inf * np.ones(3)
         lim = [0.5 * L[0] if self.shear[0] != 0 or self.shear[1] != 0 else 0.0,
@@ -413,7 +422,7 @@ class Simulation:
         self.setup()
         h = np.zeros((3, 3))
         L = self.box_lengths
-        t = self.cell[K.CELL_TILT:K.CELL_TILT + 3]
+        t = self.cell[CELL_TILT:CELL_TILT + 3]
         h[0, 0], h[1, 1], h[2, 2] = L
         h[1, 0], h[2, 0], h[2, 1] = t
         return h
@@ -421,16 +430,16 @@ class Simulation:
     @property
     def shear_strain(self):
         """Accumulated shear strains (integral of L_xy, L_xz, L_yz dt), not reset by tilt flips."""
-        return self.cell[K.CELL_GAMMA:K.CELL_GAMMA + 3].copy() if self.ready else np.zeros(3)
+        return self.cell[CELL_GAMMA:CELL_GAMMA + 3].copy() if self.ready else np.zeros(3)
 
     def _push_control(self):
-        self.ictl[K.ICTL_MODE:K.ICTL_MODE + 3] = self.mode
-        self.ctl[K.CTL_RATE:K.CTL_RATE + 3] = self.rate
-        self.ctl[K.CTL_TARGET:K.CTL_TARGET + 3] = self.target
-        self.ctl[K.CTL_GAIN:K.CTL_GAIN + 3] = self.gain
-        self.ctl[K.CTL_MAXRATE:K.CTL_MAXRATE + 3] = self.maxrate
-        self.ctl[K.CTL_INTEGRAL:K.CTL_INTEGRAL + 3] = self.integral
-        self.ctl[K.CTL_SHEAR:K.CTL_SHEAR + 3] = self.shear
+        self.ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
+        self.ctl[CTL_RATE:CTL_RATE + 3] = self.rate
+        self.ctl[CTL_TARGET:CTL_TARGET + 3] = self.target
+        self.ctl[CTL_GAIN:CTL_GAIN + 3] = self.gain
+        self.ctl[CTL_MAXRATE:CTL_MAXRATE + 3] = self.maxrate
+        self.ctl[CTL_INTEGRAL:CTL_INTEGRAL + 3] = self.integral
+        self.ctl[CTL_SHEAR:CTL_SHEAR + 3] = self.shear
 
     def set_friction(self, mu):
         """Give every material and every pair the friction coefficient mu (e.g. raise it after a
@@ -461,20 +470,20 @@ class Simulation:
         if not self.ready:
             return
         self._update_mtab()
-        self.ictl[K.ICTL_LAW] = lid
-        m = int(self.ictl[K.ICTL_NPAIRS])
-        nwc = int(self.ictl[K.ICTL_NWCAND])
+        self.ictl[ICTL_LAW] = lid
+        m = int(self.ictl[ICTL_NPAIRS])
+        nwc = int(self.ictl[ICTL_NWCAND])
         self.store.ensure_free(m + nwc + 1)
         st = self.store
-        K.reload_contacts(lid, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt, st.meta)
+        reload_contacts(lid, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt, st.meta)
         if self.walls.shape[0]:
-            K.reload_contacts(lid, self.mtab, self.wfs, self.wist, nwc, self.wk, self.wm, st.pts, st.nxt, st.meta)
+            reload_contacts(lid, self.mtab, self.wfs, self.wist, nwc, self.wk, self.wm, st.pts, st.nxt, st.meta)
 
     def set_energy_accounting(self, on):
         """Count tangential work and frictional dissipation per contact from now on (slower)."""
         self.energy_accounting = bool(on)
         if self.ready:
-            self.ictl[K.ICTL_ENERGY] = int(self.energy_accounting)
+            self.ictl[ICTL_ENERGY] = int(self.energy_accounting)
 
     def set_local_damping(self, value):
         value = float(value)
@@ -482,7 +491,7 @@ class Simulation:
             raise ValueError(f"local_damping must lie in [0, 1), got {value!r}")
         self.local_damping = value
         if self.ready:
-            self.ctl[K.CTL_LOCAL_DAMP] = value
+            self.ctl[CTL_LOCAL_DAMP] = value
 
     def set_adaptive_dt(self, on, interval=100):
         """Keep dt = dt_fraction * dt_crit as contacts stiffen (Kuhn 2011, section 4.2): every
@@ -508,7 +517,7 @@ class Simulation:
         if new == old:
             return
         self._time_offset += self.step_count * (old - new)
-        self.ctl[K.CTL_DT] = new
+        self.ctl[CTL_DT] = new
         last = getattr(self, "_dt_announced", None) or old
         # announce changes of 1 % or more since the last announced dt, not every small update
         if abs(new / last - 1.0) >= 0.01:
@@ -532,9 +541,9 @@ class Simulation:
         pos = np.concatenate(self._positions)
         r = np.concatenate(self._radii)
         n = len(r)
-        if n > K.PAIR_INDEX_MAX:
-            raise ValueError(f"number of particles must be at most {K.PAIR_INDEX_MAX} (the pair rows hold "
-                             f"particle indices as {np.dtype(K.PAIR_INDEX).name}), got {n}")
+        if n > PAIR_INDEX_MAX:
+            raise ValueError(f"number of particles must be at most {PAIR_INDEX_MAX} (the pair rows hold "
+                             f"particle indices as {np.dtype(PAIR_INDEX).name}), got {n}")
         self.n = n
         self.pos = np.ascontiguousarray(pos)
         self.vel = np.ascontiguousarray(np.concatenate(self._vel))
@@ -559,32 +568,32 @@ class Simulation:
                 raise ValueError(f"periodic box length along axis {k} ({L[k]:.4g} m) must exceed twice the "
                                  f"neighbour cutoff 2*(2 r_max + skin) = {2 * cutoff:.4g} m")
         self._check_shear_heights()
-        self.cell = np.zeros(K.N_CELL)
-        self.cell[K.CELL_LO:K.CELL_LO + 3] = self.box_lo
-        self.cell[K.CELL_L:K.CELL_L + 3] = L
-        self.cell[K.CELL_LBUILD:K.CELL_LBUILD + 3] = L
+        self.cell = np.zeros(N_CELL)
+        self.cell[CELL_LO:CELL_LO + 3] = self.box_lo
+        self.cell[CELL_L:CELL_L + 3] = L
+        self.cell[CELL_LBUILD:CELL_LBUILD + 3] = L
         self.L0 = L.copy()
         self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
         nw = self.walls.shape[0]
-        self.ctl = np.zeros(K.N_CTL)
-        self.ctl[K.CTL_G:K.CTL_G + 3] = self.gravity
-        self.ctl[K.CTL_LOCAL_DAMP] = self.local_damping
-        self.ctl[K.CTL_VISC] = self.visc
-        self.ctl[K.CTL_SKIN] = skin
-        self.ctl[K.CTL_DIVERGE_OVERLAP] = self.diverge_overlap
-        self.ctl[K.CTL_RMAX] = rmax
-        self.ictl = np.zeros(K.N_ICTL, dtype=np.int64)
-        self.ictl[K.ICTL_LAW] = self.law
-        self.ictl[K.ICTL_N] = n
-        self.ictl[K.ICTL_NWALLS] = nw
-        self.ictl[K.ICTL_PERIODIC:K.ICTL_PERIODIC + 3] = self.periodic
-        self.ictl[K.ICTL_ENERGY] = int(self.energy_accounting)
-        self.ictl[K.ICTL_SORT] = int(self.sort_particles)
+        self.ctl = np.zeros(N_CTL)
+        self.ctl[CTL_G:CTL_G + 3] = self.gravity
+        self.ctl[CTL_LOCAL_DAMP] = self.local_damping
+        self.ctl[CTL_VISC] = self.visc
+        self.ctl[CTL_SKIN] = skin
+        self.ctl[CTL_DIVERGE_OVERLAP] = self.diverge_overlap
+        self.ctl[CTL_RMAX] = rmax
+        self.ictl = np.zeros(N_ICTL, dtype=np.int64)
+        self.ictl[ICTL_LAW] = self.law
+        self.ictl[ICTL_N] = n
+        self.ictl[ICTL_NWALLS] = nw
+        self.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3] = self.periodic
+        self.ictl[ICTL_ENERGY] = int(self.energy_accounting)
+        self.ictl[ICTL_SORT] = int(self.sort_particles)
         self._push_control()
-        self.acc = np.zeros(K.N_ACC0 + 3 * nw)
-        self.out = np.zeros(K.N_OUT, dtype=np.int64)
+        self.acc = np.zeros(N_ACC0 + 3 * nw)
+        self.out = np.zeros(N_OUT, dtype=np.int64)
         self.store = HistoryStore(1024)
-        cap = min(max(1024, 8 * n), K.PAIR_INDEX_MAX)
+        cap = min(max(1024, 8 * n), PAIR_INDEX_MAX)
         self._alloc_pairs(cap)
         self.pstart = np.zeros(n + 1, dtype=np.int64)
         self.wfs = np.zeros((n * nw, S.N_FSTATE))
@@ -593,11 +602,11 @@ class Simulation:
         self.wcq = np.zeros((n * nw, 4))
         self.wcq[:, 0] = 1.0
         self.wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
-        self.wk = np.zeros((n * nw, K.N_PK))
+        self.wk = np.zeros((n * nw, N_PK))
         self.wm = np.zeros(n * nw, dtype=np.int64)
         self.pos_build = self.pos.copy()
         self._update_mtab()
-        self.ictl[K.ICTL_NMAT] = self.materials.shape[0]
+        self.ictl[ICTL_NMAT] = self.materials.shape[0]
         self._rebuild()
         self._check_initial_overlaps()
         self.dt_crit = self.critical_time_step()
@@ -608,7 +617,7 @@ class Simulation:
             if dt > self.dt_crit and not self.allow_unstable_dt:
                 raise ValueError(f"dt = {dt:.4g} s exceeds the critical time step {self.dt_crit:.4g} s "
                                  f"(dt/dt_crit = {dt / self.dt_crit:.3g}); lower dt or pass allow_unstable_dt=True")
-        self.ctl[K.CTL_DT] = dt
+        self.ctl[CTL_DT] = dt
         self.ready = True
         self.message(f"graindem: {n} spheres, law {self.law_name}, dt = {dt:.4g} s, "
                      f"dt_crit = {self.dt_crit:.4g} s, dt/dt_crit = {dt / self.dt_crit:.3f}")
@@ -620,23 +629,23 @@ class Simulation:
 
     @property
     def dt(self):
-        return float(self.ctl[K.CTL_DT])
+        return float(self.ctl[CTL_DT])
 
     def _grow_pairs(self):
         """Double the pair arrays (keeping the listed rows), up to the row count PAIR_INDEX can number."""
         cap = self.pi.shape[0]
-        if cap >= K.PAIR_INDEX_MAX:
-            raise ValueError(f"pair capacity must be at most {K.PAIR_INDEX_MAX} rows (the pair passes number rows "
-                             f"as {np.dtype(K.PAIR_INDEX).name}); the neighbour list needs more")
-        self._alloc_pairs(min(2 * cap, K.PAIR_INDEX_MAX), keep=int(self.ictl[K.ICTL_NPAIRS]))
+        if cap >= PAIR_INDEX_MAX:
+            raise ValueError(f"pair capacity must be at most {PAIR_INDEX_MAX} rows (the pair passes number rows "
+                             f"as {np.dtype(PAIR_INDEX).name}); the neighbour list needs more")
+        self._alloc_pairs(min(2 * cap, PAIR_INDEX_MAX), keep=int(self.ictl[ICTL_NPAIRS]))
 
     def _alloc_pairs(self, cap, keep=0):
         old = getattr(self, "pi", None)
         arrays = {}
-        for name, shape, dtype in (("pi", (cap,), K.PAIR_INDEX), ("pj", (cap,), K.PAIR_INDEX),
+        for name, shape, dtype in (("pi", (cap,), PAIR_INDEX), ("pj", (cap,), PAIR_INDEX),
                                    ("pfs", (cap, S.N_FSTATE), np.float64),
                                    ("pist", (cap, S.N_ISTATE), np.int64), ("pcq", (cap, 4), np.float64),
-                                   ("pk", (cap, K.N_PK), np.float64), ("pm", (cap,), np.int64)):
+                                   ("pk", (cap, N_PK), np.float64), ("pm", (cap,), np.int64)):
             a = np.zeros(shape, dtype=dtype)
             if old is not None and keep:
                 a[:keep] = getattr(self, name)[:keep]
@@ -648,24 +657,24 @@ class Simulation:
 
     def _rebuild(self):
         while True:
-            k = K.build_pairs(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius,
-                              self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl, self.ictl,
-                              self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm,
-                              self.qi, self.qj, self.qfs, self.qist, self.qcq, self.pos_build,
-                              self.store.pts, self.store.nxt, self.store.meta, self.acc,
-                              self.walls, self.wcand, self.wfs, self.wist, self.wcq, self.wk, self.wm)
+            k = build_pairs(self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius,
+                            self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl, self.ictl,
+                            self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm,
+                            self.qi, self.qj, self.qfs, self.qist, self.qcq, self.pos_build,
+                            self.store.pts, self.store.nxt, self.store.meta, self.acc,
+                            self.walls, self.wcand, self.wfs, self.wist, self.wcq, self.wk, self.wm)
             if k >= 0:
                 return
             self._grow_pairs()
 
     def _pair_geometry(self):
         """Branch vectors l = x_j - x_i (minimum image) and overlaps of the listed pairs (copies)."""
-        m = int(self.ictl[K.ICTL_NPAIRS])
+        m = int(self.ictl[ICTL_NPAIRS])
         i = self.pi[:m]
         j = self.pj[:m]
         d = self.pos[j] - self.pos[i]
         # the kernels' minimum image (tilts are 0 unless sheared)
-        d = minimum_image(d, self.cell[K.CELL_L:K.CELL_L + 3], self.cell[K.CELL_TILT:K.CELL_TILT + 3], self.periodic)
+        d = minimum_image(d, self.cell[CELL_L:CELL_L + 3], self.cell[CELL_TILT:CELL_TILT + 3], self.periodic)
         dist = np.sqrt((d * d).sum(axis=1))
         return i, j, d, dist, self.radius[i] + self.radius[j] - dist
 
@@ -731,29 +740,29 @@ class Simulation:
         while done < steps:
             chunk = steps - done
             if every is not None:
-                chunk = min(chunk, every - (int(self.ictl[K.ICTL_STEP]) - phase) % every)
+                chunk = min(chunk, every - (int(self.ictl[ICTL_STEP]) - phase) % every)
             if self.adaptive_dt:
-                step = int(self.ictl[K.ICTL_STEP])
+                step = int(self.ictl[ICTL_STEP])
                 if step % self.adaptive_dt_interval == 0:
                     self.adapt_dt()
                 chunk = min(chunk, self.adaptive_dt_interval - step % self.adaptive_dt_interval)
-            self.store.ensure_free(int(self.ictl[K.ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
+            self.store.ensure_free(int(self.ictl[ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
             st = self.store
-            K.run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
-                        self.radius, self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl,
-                        self.ictl, self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist,
-                        self.pcq, self.pk, self.pm, self.qi, self.qj, self.qfs, self.qist, self.qcq,
-                        self.wfs, self.wist, self.wcq, self.wk, self.wm,
-                        self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out)
-            done += int(self.out[K.OUT_STEPS])
-            status = int(self.out[K.OUT_STATUS])
-            if status == K.STATUS_PAIRS_FULL:
+            run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
+                      self.radius, self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl,
+                      self.ictl, self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist,
+                      self.pcq, self.pk, self.pm, self.qi, self.qj, self.qfs, self.qist, self.qcq,
+                      self.wfs, self.wist, self.wcq, self.wk, self.wm,
+                      self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out)
+            done += int(self.out[OUT_STEPS])
+            status = int(self.out[OUT_STATUS])
+            if status == STATUS_PAIRS_FULL:
                 self._grow_pairs()
                 self._rebuild()
-            elif status == K.STATUS_DIVERGED:
+            elif status == STATUS_DIVERGED:
                 self.timing["run_s"] += time.perf_counter() - t0
                 self._diverged(on_diverge)
-            if callback is not None and every is not None and (int(self.ictl[K.ICTL_STEP]) - phase) % every == 0:
+            if callback is not None and every is not None and (int(self.ictl[ICTL_STEP]) - phase) % every == 0:
                 callback(self)
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
@@ -761,13 +770,13 @@ class Simulation:
     def _diverged(self, on_diverge):
         # particles are named by their index in the order they were added (rows may be renumbered)
         ids = self.pid
-        p = int(self.out[K.OUT_PARTICLE])
+        p = int(self.out[OUT_PARTICLE])
         p = int(ids[p]) if p >= 0 else p
-        ci, cj = int(self.out[K.OUT_CI]), int(self.out[K.OUT_CJ])
+        ci, cj = int(self.out[OUT_CI]), int(self.out[OUT_CJ])
         ci = int(ids[ci]) if ci >= 0 else ci
         cj = int(ids[cj]) if cj >= 0 else cj
         particles, contacts = [], []
-        step = int(self.ictl[K.ICTL_STEP])
+        step = int(self.ictl[ICTL_STEP])
         if p >= 0:
             particles.append(p)
             msg = f"run diverged at step {step}: particle {p} has a non-finite position or spin"
@@ -788,7 +797,7 @@ class Simulation:
     # ---------------------------------------------------------------- reading
     @property
     def step_count(self):
-        return int(self.ictl[K.ICTL_STEP]) if self.ready else 0
+        return int(self.ictl[ICTL_STEP]) if self.ready else 0
 
     @property
     def time(self):
@@ -796,7 +805,7 @@ class Simulation:
 
     @property
     def box_lengths(self):
-        return self.cell[K.CELL_L:K.CELL_L + 3].copy()
+        return self.cell[CELL_L:CELL_L + 3].copy()
 
     @property
     def volume(self):
@@ -805,12 +814,12 @@ class Simulation:
     def wall_forces(self):
         """(n_walls, 3): force exerted by the particles on each wall at the last step."""
         nw = self.walls.shape[0]
-        return self.acc[K.ACC_WALL:K.ACC_WALL + 3 * nw].reshape(nw, 3).copy()
+        return self.acc[ACC_WALL:ACC_WALL + 3 * nw].reshape(nw, 3).copy()
 
     def contact_arrays(self):
         """Active sphere-sphere contacts: dict of i, j, normal (m,3), N, T (global, m x 3), branch, overlap, kind."""
         i, j, d, dist, delta = self._pair_geometry()
-        m = int(self.ictl[K.ICTL_NPAIRS])
+        m = int(self.ictl[ICTL_NPAIRS])
         act = self.pfs[:m, S.F_DELTA] > 0.0
         n = d[act] / dist[act, None]
         q = self.pcq[:m][act]
@@ -824,7 +833,7 @@ class Simulation:
 
     def wall_contact_arrays(self):
         nw = self.walls.shape[0]
-        nwc = int(self.ictl[K.ICTL_NWCAND])
+        nwc = int(self.ictl[ICTL_NWCAND])
         rows = np.flatnonzero(self.wfs[:nwc, S.F_DELTA] > 0.0)
         key = self.wcand[rows]
         i = key // max(nw, 1)
@@ -854,12 +863,12 @@ class Simulation:
 
     def tangential_energy(self):
         """Stored tangential elastic energy of all contacts (each law's definition, contact.energy)."""
-        m = int(self.ictl[K.ICTL_NPAIRS])
+        m = int(self.ictl[ICTL_NPAIRS])
         st = self.store
-        e = K.tangential_energy_sum(self.law, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt)
+        e = tangential_energy_sum(self.law, self.mtab, self.pfs, self.pist, m, self.pk, self.pm, st.pts, st.nxt)
         if self.walls.shape[0]:
-            e += K.tangential_energy_sum(self.law, self.mtab, self.wfs, self.wist, int(self.ictl[K.ICTL_NWCAND]),
-                                         self.wk, self.wm, st.pts, st.nxt)
+            e += tangential_energy_sum(self.law, self.mtab, self.wfs, self.wist, int(self.ictl[ICTL_NWCAND]),
+                                       self.wk, self.wm, st.pts, st.nxt)
         return float(e)
 
     def measure(self):
@@ -873,9 +882,9 @@ class Simulation:
         # Hertz energy 2/5 N delta at the overlap the force was computed for (the positions have
         # drifted since; at DEM steps that changes delta by a few per cent)
         en = 0.4 * float(np.sum(c["N"] * self.pfs[c["row"], S.F_DELTA]))
-        m = int(self.ictl[K.ICTL_NPAIRS])
+        m = int(self.ictl[ICTL_NPAIRS])
         act = self.pfs[:m, S.F_DELTA] > 0.0
-        wfs = self.wfs[:int(self.ictl[K.ICTL_NWCAND])]
+        wfs = self.wfs[:int(self.ictl[ICTL_NWCAND])]
         wact = wfs[:, S.F_DELTA] > 0.0
         if self.walls.shape[0]:
             wc = self.wall_contact_arrays()
@@ -885,7 +894,7 @@ class Simulation:
         mu_rows = self.mtab[self.pm[c["row"]], S.P_MU]
         sliding = np.sum(tmag >= mu_rows * c["N"] * (1.0 - 1e-9)) if n_c else 0
         strain = np.log(self.box_lengths / self.L0)
-        diss = float(np.sum(self.pfs[:m, S.F_DISS]) + np.sum(wfs[:, S.F_DISS]) + self.acc[K.ACC_DISS_RELEASED])
+        diss = float(np.sum(self.pfs[:m, S.F_DISS]) + np.sum(wfs[:, S.F_DISS]) + self.acc[ACC_DISS_RELEASED])
         work_t = float(np.sum(self.pfs[:m, S.F_WORK][act]) + np.sum(wfs[:, S.F_WORK][wact]))
         # mean |net contact force| per particle over mean |contact force|: the usual measure of
         # static equilibrium (0 at rest; ~1 in free collisions). Rattlers count with zero net force.
@@ -914,14 +923,14 @@ class Simulation:
             # hooks filled by the laws that count them (F_DISS, F_WORK); 0 for laws that do not
             "frictional_dissipation": diss, "tangential_work": work_t,
             "tangential_energy": self.tangential_energy(),
-            "boundary_work": float(self.acc[K.ACC_BOUNDARY_WORK]),
-            "viscous_dissipation": float(self.acc[K.ACC_VISC_WORK]),
-            "local_damping_dissipation": float(self.acc[K.ACC_LOCAL_WORK]),
+            "boundary_work": float(self.acc[ACC_BOUNDARY_WORK]),
+            "viscous_dissipation": float(self.acc[ACC_VISC_WORK]),
+            "local_damping_dissipation": float(self.acc[ACC_LOCAL_WORK]),
             "mean_history_length": float(lengths.mean()) if lengths.size else 0.0,
             "max_history_length": int(lengths.max()) if lengths.size else 0,
             "store_bytes": self.store.n_live * BYTES_PER_POINT,
             "store_bytes_allocated": self.store.bytes_allocated,
-            "n_rebuilds": int(self.ictl[K.ICTL_NREBUILDS]),
+            "n_rebuilds": int(self.ictl[ICTL_NREBUILDS]),
             "dt_over_dt_crit": self.dt / self.critical_time_step(),
         }
 
@@ -966,19 +975,19 @@ class Simulation:
             setattr(sim, name, np.ascontiguousarray(a.copy()))
         # schema-1 checkpoints may hold int64 pair indices: the kernels are compiled for one dtype (PAIR_INDEX)
         n_rows = sim.pi.shape[0]
-        if n_rows > K.PAIR_INDEX_MAX or int(sim.ictl[K.ICTL_N]) > K.PAIR_INDEX_MAX:
-            raise ValueError(f"checkpoint has {n_rows} pair rows and {int(sim.ictl[K.ICTL_N])} particles; each must be "
-                             f"at most {K.PAIR_INDEX_MAX}")
-        sim.pi = sim.pi.astype(K.PAIR_INDEX)
-        sim.pj = sim.pj.astype(K.PAIR_INDEX)
+        if n_rows > PAIR_INDEX_MAX or int(sim.ictl[ICTL_N]) > PAIR_INDEX_MAX:
+            raise ValueError(f"checkpoint has {n_rows} pair rows and {int(sim.ictl[ICTL_N])} particles; each must be "
+                             f"at most {PAIR_INDEX_MAX}")
+        sim.pi = sim.pi.astype(PAIR_INDEX)
+        sim.pj = sim.pj.astype(PAIR_INDEX)
         # control records only ever grow at their ends: pad older ones with zeros
-        for name, size in (("cell", K.N_CELL), ("ctl", K.N_CTL), ("ictl", K.N_ICTL)):
+        for name, size in (("cell", N_CELL), ("ctl", N_CTL), ("ictl", N_ICTL)):
             a = getattr(sim, name)
             if a.size < size:
                 setattr(sim, name, np.concatenate([a, np.zeros(size - a.size, dtype=a.dtype)]))
-        sim.energy_accounting = bool(sim.ictl[K.ICTL_ENERGY])
+        sim.energy_accounting = bool(sim.ictl[ICTL_ENERGY])
         sim.store = HistoryStore.from_arrays(arrays["store_pts"], arrays["store_nxt"], arrays["store_meta"])
-        sim.n = int(sim.ictl[K.ICTL_N])
+        sim.n = int(sim.ictl[ICTL_N])
         sim.periodic = np.array(meta["periodic"], dtype=bool)
         sim.box_lo = np.array(meta["box_lo"])
         sim.box_hi = np.array(meta["box_hi"])
@@ -1004,20 +1013,20 @@ class Simulation:
         if "pmat" not in arrays:  # one material: the constructor's, for particles and walls
             sim.pmat = np.zeros(n + nw, dtype=np.int64)
             sim.pid = np.arange(n, dtype=np.int64)
-        if sim.ictl[K.ICTL_NMAT] == 0:
-            sim.ictl[K.ICTL_NMAT] = sim.materials.shape[0]
+        if sim.ictl[ICTL_NMAT] == 0:
+            sim.ictl[ICTL_NMAT] = sim.materials.shape[0]
         cap = sim.pi.shape[0]
-        sim.pk = np.zeros((cap, K.N_PK))
+        sim.pk = np.zeros((cap, N_PK))
         sim.pm = np.zeros(cap, dtype=np.int64)
         if meta.get("wall_rows") != "candidates":
             sim.wfs, sim.wist, sim.wcq = _wall_rows_from_dense_arrays(sim.wfs, sim.wist, sim.wcq, sim.wcand,
-                                                                      int(sim.ictl[K.ICTL_NWCAND]), sim.acc)
-        sim.wk = np.zeros((n * nw, K.N_PK))
+                                                                      int(sim.ictl[ICTL_NWCAND]), sim.acc)
+        sim.wk = np.zeros((n * nw, N_PK))
         sim.wm = np.zeros(n * nw, dtype=np.int64)
         sim._update_mtab()
-        sim.out = np.zeros(K.N_OUT, dtype=np.int64)
+        sim.out = np.zeros(N_OUT, dtype=np.int64)
         sim.mu = float(sim.prm[S.P_MU])
-        sim.gravity = sim.ctl[K.CTL_G:K.CTL_G + 3].copy()
+        sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
         sim.ready = True
         return sim
 
@@ -1037,5 +1046,5 @@ def _wall_rows_from_dense_arrays(wfs, wist, wcq, wcand, nwc, acc):
     cq[:nwc] = wcq[keys]
     dropped = np.ones(wfs.shape[0], dtype=bool)
     dropped[keys] = False
-    acc[K.ACC_DISS_RELEASED] += float(np.sum(wfs[dropped, S.F_DISS]))
+    acc[ACC_DISS_RELEASED] += float(np.sum(wfs[dropped, S.F_DISS]))
     return fs, ist, cq

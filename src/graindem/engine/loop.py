@@ -1,0 +1,111 @@
+"""The time loop: everything a step does, for many steps, in one njit call.
+
+run_steps returns to Python only when it is done, when the history store or the pair arrays need
+to grow, or when the run diverged (layout.STATUS_*). Every COMPACT_EVERY steps it lays the history
+store out afresh in pair-row order (history.compact_store: indices only, results unchanged), which
+keeps the history laws' pushes, pops and walks in cache.
+
+A step (see run_steps): pair pass, wall pass, cell servo, integration, wall motion, then a
+neighbour rebuild when the skin no longer covers what moved.
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+from ..boundaries.servo import servo
+from ..boundaries.walls import wall_forces
+from ..contact.store import M_CAPACITY, M_LIVE
+from ..core.cell import CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, is_sheared, tilt_out_of_range
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
+                           ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
+                           OUT_STEPS, PRM_PAIR, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL,
+                           STATUS_STORE_LOW)
+from .history import compact_on_schedule, refresh_live
+from .integration import advance_particles
+from .neighbours import build_pairs
+from .pair_pass import N_SC, pair_forces
+
+
+@njit
+def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
+              cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
+              qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out):
+    """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
+
+    A step: contact forces at the current positions from the movement of the last step, walls,
+    servo, then the fused particle pass; a neighbour rebuild when some particle moved (relative to
+    the cell's flow) by more than half the skin, counting the cell's own stretch; the history
+    store laid out afresh every ICTL_COMPACT_EVERY steps (compact_on_schedule).
+    """
+    out[OUT_STATUS] = STATUS_DONE
+    out[OUT_STEPS] = 0
+    out[OUT_PARTICLE] = -1
+    out[OUT_CI] = -1
+    out[OUT_CJ] = -1
+    prm = np.empty(N_PRM)
+    prm[PRM_PAIR] = -1.0
+    skin = ctl[CTL_SKIN]
+    cutoff = 2.0 * ctl[CTL_RMAX] + skin
+    nw = ictl[ICTL_NWALLS]
+    sc = np.empty((pi.shape[0], N_SC))
+    act = np.empty(pi.shape[0], dtype=np.int32)
+    live = np.empty(pi.shape[0], dtype=np.uint8)
+    refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
+    for step in range(nsteps):
+        if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
+            out[OUT_STATUS] = STATUS_STORE_LOW
+            return
+        ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
+                         pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live)
+        if ok and nw > 0:
+            ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
+                             wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+        if not ok:
+            out[OUT_STATUS] = STATUS_DIVERGED
+            return
+        servo(cell, ctl, ictl, acc)
+        maxd2 = advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
+                                  pos_build, acc, out)
+        if maxd2 < 0.0:
+            out[OUT_STATUS] = STATUS_DIVERGED
+            return
+        wmove = 0.0
+        for w in range(nw):
+            for d in range(3):
+                # the wall pushes the particles with -F (F: the particles' force on it)
+                acc[ACC_BOUNDARY_WORK] -= acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * ctl[CTL_DT]
+                walls[w, d] += walls[w, 6 + d] * ctl[CTL_DT]
+            # how far the wall moved along its normal since the rebuild
+            m = abs((walls[w, 0] - walls[w, 9]) * walls[w, 3] + (walls[w, 1] - walls[w, 10]) * walls[w, 4]
+                    + (walls[w, 2] - walls[w, 11]) * walls[w, 5])
+            if m > wmove:
+                wmove = m
+        ictl[ICTL_STEP] += 1
+        out[OUT_STEPS] = step + 1
+        stretch = 0.0
+        for k in range(3):
+            s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
+            if s > stretch:
+                stretch = s
+        flip = False
+        if is_sheared(cell):
+            # |F - I| <= max |F_kk - 1| + |off-diagonal part| (Frobenius); a tilt past half a cell
+            # length rebuilds at once, where the tilt flips and the minimum image stays exact
+            xy_b = cell[CELL_TILT_BUILD]
+            yz_b = cell[CELL_TILT_BUILD + 2]
+            f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
+            f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
+            f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
+                   - f01 * yz_b) / cell[CELL_LBUILD + 2]
+            stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
+            flip = tilt_out_of_range(cell)
+        if flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
+            if build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl,
+                           ictl, pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build,
+                           pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm) < 0:
+                out[OUT_STATUS] = STATUS_PAIRS_FULL
+                return
+            refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
+        compact_on_schedule(ictl, pist, wist, pts, nxt, meta)
