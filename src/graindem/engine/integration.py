@@ -17,7 +17,7 @@ from ..core.rotations import turn_by_spin
 def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
                       pos_build, acc, out):
     """Fused pass: damping, kick, drift (with the cell's flow), force reset, skin check; then the
-    orientations (_turn_orientations).
+    orientations (core.rotations.turn_by_spin).
 
     Returns the largest squared displacement since the last rebuild, relative to the affine
     image of the build position, or -1 if a particle's state is not finite.

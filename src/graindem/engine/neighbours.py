@@ -4,9 +4,10 @@ build_pairs wraps periodic coordinates into the cell, bins the particles into a 
 least the cutoff (largest diameter + skin) wide (in fractional coordinates once the cell is
 sheared), optionally renumbers the particles in cell order (memory locality), and lists every pair
 within the cutoff as a half list grouped by the lower index. A pair that was listed before keeps its
-contact state (history rows, frame) by a merge of the old and new sorted lists; a pair that left
-releases its history to the store. The same is done for the candidate wall rows. Per-row constants
-(effective radius, Hertz coefficient, damping, divergence limit) are set here, once per rebuild.
+contact state (history, frame), found among the old rows grouped by their lower index; a pair that
+left releases its history to the store. The candidate wall rows carry theirs over by key. Per-row
+constants (effective radius, Hertz coefficient, damping, divergence limit) are set here, once per
+rebuild.
 """
 
 import math
