@@ -36,8 +36,6 @@ every node of a grain with full weight (walls have no nodes).
 
 import math
 
-import numpy as np
-
 from .._jit import njit
 from ..core.grid import trilinear
 
