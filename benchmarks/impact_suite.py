@@ -48,10 +48,14 @@ MATERIALS = {
     "cast_iron": (1.0e11, 0.25, 7000.0),
     "aluminium_alloy_test4": (7.0e10, 0.33, 2700.0),
 }
-# Maw et al.'s normalised curves: any elastic sphere; this one has nu = 0.3 (chi = 1.441)
+# Maw et al.'s normalised curves: any elastic sphere; this one has nu = 0.3 (chi = 1.441). The
+# theory neglects the overlap against the radius (levers R, a fixed normal); the engine's levers
+# are R - delta (wall) and R - delta/2 (pair) and a pair's normal turns as the spheres slide past
+# each other, which moves psi2 by O(delta_max/R) (maw_finite_overlap below): at 0.02 m/s,
+# delta_max/R = 1e-4.
 MAW_MATERIAL = (7.0e10, 0.30, 2500.0)
 MAW_RADIUS = 5e-3
-MAW_SPEED = 1.0
+MAW_SPEED = 0.02
 MAW_MU = 0.3
 
 
@@ -68,6 +72,7 @@ def _sphere_wall(law, material, radius, v_n, v_t=0.0, mu=0.0, wall_factor=WALL_S
     gap = 0.5 * v_n * dt
     sim.add_particles([[0.0, radius + gap, 0.0]], radius, velocities=[[v_t, -v_n, 0.0]])
     sim.add_wall((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), material=wall_mat)
+    sim.setup()
     return sim
 
 
@@ -81,6 +86,7 @@ def _two_spheres(law, material, radius, v_n, w_t=0.0, mu=0.0, dt=None):
     gap = 0.25 * v_n * dt
     sim.add_particles([[-radius - gap, 0.0, 0.0], [radius + gap, 0.0, 0.0]], radius,
                       velocities=[[0.5 * v_n, 0.5 * w_t, 0.0], [-0.5 * v_n, -0.5 * w_t, 0.0]])
+    sim.setup()
     return sim
 
 
@@ -232,18 +238,18 @@ def chung_ooi_oblique(material_name, angles_deg, steps_per_contact, law="jaeger"
     return rows, chi
 
 
-def maw_curve(law, geometry, psi1s, steps_per_contact):
-    """psi2 of the engine (law, geometry 'wall' or 'pair') at each psi1."""
+def maw_curve(law, geometry, psi1s, steps_per_contact, speed=MAW_SPEED):
+    """psi2 of the engine (law, geometry 'wall' or 'pair') at each psi1, normal speed `speed`."""
     E, nu, _ = MAW_MATERIAL
     _, _, kappa = ref.effective_moduli(E, nu, E, nu)
     out = []
     for p in psi1s:
-        w1 = p * MAW_MU * kappa * MAW_SPEED
+        w1 = p * MAW_MU * kappa * speed
         if geometry == "wall":
-            v_n2, _, _, w2 = _sphere_wall_rebound(law, MAW_MATERIAL, MAW_RADIUS, MAW_SPEED, w1, MAW_MU, 1.0,
+            v_n2, _, _, w2 = _sphere_wall_rebound(law, MAW_MATERIAL, MAW_RADIUS, speed, w1, MAW_MU, 1.0,
                                                   steps_per_contact)
         else:
-            v_n2, w2 = _two_sphere_rebound(law, MAW_MATERIAL, MAW_RADIUS, MAW_SPEED, w1, MAW_MU, steps_per_contact)
+            v_n2, w2 = _two_sphere_rebound(law, MAW_MATERIAL, MAW_RADIUS, speed, w1, MAW_MU, steps_per_contact)
         out.append(w2 / (MAW_MU * kappa * v_n2))
     return np.array(out)
 
@@ -257,14 +263,22 @@ def maw_reference(psi1s):
 
 # ----------------------------------------------------------------------------- the suite
 TOL = {
-    "hertz": 2e-3,          # relative, 200 steps per contact
-    "restitution": 5e-3,    # absolute
+    "hertz": 2e-4,          # relative, 200 steps per contact (the integrator's error is ~3e-5 there)
+    "restitution": 3e-3,    # absolute
     "oblique_et": 0.01,     # tangential restitution, absolute
     "oblique_spin": 0.01,   # R omega2 / v, absolute
     "oblique_angle": 0.5,   # degrees
     "rigid": 0.01,
-    "psi2_jaeger": 0.03,
+    # psi2 of the law that implements CMD exactly; a pair's normal turns while the spheres slide past
+    # each other, which the theory neglects (its deviation grows with psi1, see maw_finite_overlap)
+    "psi2_sphere_plane_jaeger": 3e-3,
+    "psi2_two_spheres_jaeger": 0.02,
+    "dt_convergence_jaeger": 2e-3,
 }
+# The laws that do not implement CMD do not reproduce the reference; their bounds (1.25 times the
+# errors measured over the full psi1 range at 200 steps per contact: linear 0.576, mindlin 0.430,
+# md_incremental 0.150) guard against a change that moves them further away.
+TOL_APPROXIMATE_LAWS = {"linear": 0.72, "mindlin": 0.54, "md_incremental": 0.19}
 
 
 def _case(error, tolerance, reference, **extra):
@@ -333,9 +347,10 @@ def run_suite(quick=False, out_dir=None, log=print):
             got = maw_curve(law, geometry, psi1s, spc)
             err = float(np.max(np.abs(got - ref_psi2)))
             maw[f"{geometry}_{law}"] = got.tolist()
-            tol = TOL["psi2_jaeger"] if law == "jaeger" else None
-            cases[f"maw_{'sphere_plane' if geometry == 'wall' else 'two_spheres'}_{law}"] = _case(
-                err, tol if tol is not None else _bound(err),
+            gname = "sphere_plane" if geometry == "wall" else "two_spheres"
+            tol = TOL[f"psi2_{gname}_jaeger"] if law == "jaeger" else TOL_APPROXIMATE_LAWS[law]
+            cases[f"maw_{gname}_{law}"] = _case(
+                err, tol,
                 "Maw et al. psi2(psi1), MDR reference; max |psi2 - ref|",
                 matches_reference=law == "jaeger")
             log(f"maw {geometry} {law}: max |psi2 - ref| = {err:.3g}")
@@ -353,24 +368,33 @@ def run_suite(quick=False, out_dir=None, log=print):
         log(f"dt convergence {law}: error vs reference {['%.2e' % e for e in errs]}, "
             f"change between dt and dt/2 {['%.2e' % c for c in changes]}")
     cases["maw_jaeger_dt_convergence"] = _case(
-        conv["jaeger"]["error"][-1], TOL["psi2_jaeger"] / 3.0,
+        conv["jaeger"]["error"][-1], TOL["dt_convergence_jaeger"],
         f"MDR reference at psi1 = 1, 3; error at {spcs[-1]} steps per contact", convergence=conv)
     figures["convergence"] = conv
+    # --- the theory's small-overlap assumption: jaeger's deviation against delta_max/R
+    finite = None
+    if not quick:
+        E, nu, rho = MAW_MATERIAL
+        m = rho * 4.0 / 3.0 * math.pi * MAW_RADIUS ** 3
+        estar = ref.effective_moduli(E, nu, E, nu)[0]
+        fo_psi1 = np.array([1.0, 3.0, 7.0])
+        fo_ref = np.array([ref.converged_psi2(p, chi)[0] for p in fo_psi1])
+        finite = {"psi1": fo_psi1.tolist(), "rows": []}
+        for v in (1.0, 0.1, 0.02):
+            for geometry in ("wall", "pair"):
+                got = maw_curve("jaeger", geometry, fo_psi1, spc, speed=v)
+                m_eff, rstar = (m, MAW_RADIUS) if geometry == "wall" else (0.5 * m, 0.5 * MAW_RADIUS)
+                dmax = ref.hertz_impact(m_eff, estar, rstar, v)["peak_overlap"]
+                finite["rows"].append({"speed": v, "geometry": geometry, "delta_max_over_R": dmax / MAW_RADIUS,
+                                       "psi2_minus_ref": (got - fo_ref).tolist()})
+                log(f"finite overlap: v {v} {geometry} delta_max/R {dmax / MAW_RADIUS:.2e}: psi2 - ref "
+                    f"{np.round(got - fo_ref, 5).tolist()}")
     elapsed = time.perf_counter() - t0
     if out_dir:
         _plots(figures, out_dir)
-    return {"cases": cases, "quick": quick, "elapsed_s": elapsed,
+    return {"cases": cases, "quick": quick, "elapsed_s": elapsed, "maw": maw, "maw_finite_overlap": finite,
             "materials": {k: {"E": v[0], "nu": v[1], "density": v[2]} for k, v in MATERIALS.items()},
             "wall_stiffness_factor": WALL_STIFFNESS, "steps_per_contact": spc}
-
-
-def _bound(err):
-    """The tolerance of a law that is not expected to reproduce the reference: its error rounded
-    up to two significant digits times 1.25, so that a change of the engine that moves the law
-    further from the reference shows."""
-    x = 1.25 * err
-    p = 10.0 ** math.floor(math.log10(x)) / 10.0
-    return math.ceil(x / p) * p
 
 
 def _plots(fig, out_dir):
@@ -415,13 +439,19 @@ def _plots(fig, out_dir):
         f.savefig(os.path.join(out_dir, f"impact_{key}.png"), dpi=110)
         plt.close(f)
     conv = fig["convergence"]
-    f, ax = plt.subplots(figsize=(5.4, 4.0))
+    f, ax = plt.subplots(figsize=(6.0, 4.6))
+    n = conv["steps_per_contact"]
     for law, mk in zip(LAWS, "sv^o"):
         if law in conv:
-            ax.loglog(conv["steps_per_contact"], conv[law]["error"], mk + "-", label=f"{law}: vs reference")
+            ax.loglog(n, conv[law]["error"], mk + "-", label=f"{law}: vs reference")
+            ax.loglog(n[1:], conv[law]["change"], mk + "--", mfc="none", color=ax.lines[-1].get_color(),
+                      label=f"{law}: change from dt to dt/2")
+    ax.set_xticks(n)
+    ax.set_xticklabels([str(k) for k in n])
+    ax.minorticks_off()
     ax.set_xlabel("steps per contact duration")
     ax.set_ylabel(r"max $|\psi_2 - \psi_2^{ref}|$ at $\psi_1$ = 1, 3")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     f.tight_layout()
     f.savefig(os.path.join(out_dir, "impact_dt_convergence.png"), dpi=110)
     plt.close(f)
