@@ -134,3 +134,44 @@ def test_objectivity_under_a_rigid_rotation_of_the_pair():
 
 def test_ai_rolling_stiffness():
     assert abs(RL.ai_rolling_stiffness(1e6, 0.1, 2e-3) - 2.25 * 1e6 * 0.01 * 4e-6) < 1e-12
+
+
+def _spin_down(step, inertia, omega0, k, m_lim, dt):
+    """A body on a fixed support (particle i at rest), spinning at omega0 about one local axis, braked
+    by one resistance spring; symplectic Euler. Returns (time at which omega first reaches 0,
+    dissipated energy then, stored energy then)."""
+    rs = np.zeros((1, RL.N_ROLL_STATE))
+    omega, t, m = omega0, 0.0, 0.0
+    while True:
+        omega += m / inertia * dt
+        if omega <= 0.0:
+            return t, rs[0, RL.R_DISS], 0.5 * k * (rs[0, RL.R_THX] ** 2 + rs[0, RL.R_THZ] ** 2)
+        m = step(rs, omega * dt)
+        t += dt
+
+
+def test_spinning_and_rolling_spheres_stop_as_the_closed_form_says():
+    """Elastic phase I theta'' = -k theta until |k theta| = M_m (theta = (w0/W) sin W t, W^2 = k/I),
+    then a constant braking moment M_m: the spin stops at t1 + I w1/M_m with w1 = w0 cos W t1; the
+    energy 1/2 I w0^2 is then stored (M_m^2/(2k)) or dissipated. Twisting: a sphere spinning on a
+    plane (I = 2/5 m R^2, Marshall's limit); rolling: a sphere rolling without slip (I + m R^2 about
+    the contact point, Ai's limit mu_r R N)."""
+    m, R, N = 2.6e-4, 2.5e-3, 2.6e-3
+    a, k_t, mu, mu_r = 2e-5, 4e5, 0.3, 0.05
+    cases = {
+        "twisting": (0.4 * m * R * R, RL.marshall_twisting_stiffness(k_t, a), RL.marshall_twisting_limit(mu, a, N),
+                     lambda rs, k, lim, d: RL.twisting_step(rs, 0, k, lim, 0.0, d, DT)[0]),
+        "rolling": (1.4 * m * R * R, RL.ai_rolling_stiffness(2e5, mu_r, R), mu_r * R * N,
+                    lambda rs, k, lim, d: RL.rolling_step(rs, 0, k, lim, 0.0, d, 0.0, DT)[0]),
+    }
+    for name, (inertia, k, lim, kernel) in cases.items():
+        W = math.sqrt(k / inertia)
+        w0 = lim / (math.sqrt(k * inertia) * 0.6)  # the spring reaches its limit at sin(W t1) = 0.6
+        t1 = math.asin(W * lim / (k * w0)) / W
+        w1 = w0 * math.cos(W * t1)
+        t_stop = t1 + inertia * w1 / lim
+        dt = t_stop / 20000
+        t, diss, stored = _spin_down(lambda rs, d: kernel(rs, k, lim, d), inertia, w0, k, lim, dt)
+        assert abs(t / t_stop - 1.0) < 1e-3, name
+        assert abs(stored - lim * lim / (2.0 * k)) < 1e-3 * stored, name
+        assert abs((diss + stored) / (0.5 * inertia * w0 * w0) - 1.0) < 1e-3, name
