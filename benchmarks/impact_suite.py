@@ -274,6 +274,7 @@ TOL = {
     "psi2_sphere_plane_jaeger": 3e-3,
     "psi2_two_spheres_jaeger": 0.02,
     "dt_convergence_jaeger": 2e-3,
+    "dt_convergence_jaeger_low_speed": 2e-4,
 }
 # The laws that do not implement CMD do not reproduce the reference; their bounds (1.25 times the
 # errors measured over the full psi1 range at 200 steps per contact: linear 0.576, mindlin 0.430,
@@ -370,6 +371,16 @@ def run_suite(quick=False, out_dir=None, log=print):
     cases["maw_jaeger_dt_convergence"] = _case(
         conv["jaeger"]["error"][-1], TOL["dt_convergence_jaeger"],
         f"MDR reference at psi1 = 1, 3; error at {spcs[-1]} steps per contact", convergence=conv)
+    if not quick:
+        # both limits at once: at 0.002 m/s (delta_max/R = 1.6e-5) and 3200 steps per contact
+        low = {"speed": 0.002, "steps_per_contact": [200, 800, 3200]}
+        low["error"] = [float(np.max(np.abs(maw_curve("jaeger", "wall", conv_psi1, n, speed=low["speed"]) - conv_ref)))
+                        for n in low["steps_per_contact"]]
+        conv["jaeger_low_speed"] = low
+        log(f"dt convergence jaeger at {low['speed']} m/s: error vs reference {['%.2e' % e for e in low['error']]}")
+        cases["maw_jaeger_dt_convergence_low_speed"] = _case(
+            low["error"][-1], TOL["dt_convergence_jaeger_low_speed"],
+            "MDR reference at psi1 = 1, 3; 0.002 m/s, 3200 steps per contact", convergence=low)
     figures["convergence"] = conv
     # --- the theory's small-overlap assumption: jaeger's deviation against delta_max/R
     finite = None
@@ -439,19 +450,24 @@ def _plots(fig, out_dir):
         f.savefig(os.path.join(out_dir, f"impact_{key}.png"), dpi=110)
         plt.close(f)
     conv = fig["convergence"]
-    f, ax = plt.subplots(figsize=(6.0, 4.6))
+    f, ax = plt.subplots(figsize=(8.6, 4.6))
     n = conv["steps_per_contact"]
     for law, mk in zip(LAWS, "sv^o"):
         if law in conv:
             ax.loglog(n, conv[law]["error"], mk + "-", label=f"{law}: vs reference")
             ax.loglog(n[1:], conv[law]["change"], mk + "--", mfc="none", color=ax.lines[-1].get_color(),
                       label=f"{law}: change from dt to dt/2")
+    if "jaeger_low_speed" in conv:
+        low = conv["jaeger_low_speed"]
+        ax.loglog(low["steps_per_contact"], low["error"], "o:", color="k",
+                  label=f"jaeger at {low['speed']} m/s: vs reference")
+        n = sorted(set(n) | set(low["steps_per_contact"]))
     ax.set_xticks(n)
     ax.set_xticklabels([str(k) for k in n])
     ax.minorticks_off()
     ax.set_xlabel("steps per contact duration")
     ax.set_ylabel(r"max $|\psi_2 - \psi_2^{ref}|$ at $\psi_1$ = 1, 3")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     f.tight_layout()
     f.savefig(os.path.join(out_dir, "impact_dt_convergence.png"), dpi=110)
     plt.close(f)
