@@ -13,6 +13,9 @@ wall_contact_arrays) and compared with its own independent reference:
   the rigid-body gross-sliding closed forms where the sphere slides throughout.
   The "rigid" plane is a wall of a material 1000 times stiffer than the sphere (as in YADE's
   scripts of these tests); the references use the E* and kappa of that pair.
+- Impacts whose incident tangential velocity comes from spin alone (a sphere spinning onto the
+  plane, two spheres spinning in the same sense, two counter-rotating spheres), against the same
+  reference: the engine's contact-point kinematics and torques.
 - Maw, Barber & Fawcett (1976): normalised rebound angle psi2 against psi1 for a sphere on an
   elastic plane of its own material and for two identical spheres, all four tangential laws, against
   the same reference; the time-step convergence of each law.
@@ -61,7 +64,7 @@ MAW_MU = 0.3
 
 # ----------------------------------------------------------------------------- running one impact
 def _sphere_wall(law, material, radius, v_n, v_t=0.0, mu=0.0, wall_factor=WALL_STIFFNESS, dt=None,
-                 restitution=None):
+                 restitution=None, spin=0.0):
     """A sphere approaching the wall y = 0 (normal +y) at (v_t, -v_n); the wall is of a material
     wall_factor times stiffer (1: the sphere's own material, an elastic plane)."""
     E, nu, rho = material
@@ -70,22 +73,24 @@ def _sphere_wall(law, material, radius, v_n, v_t=0.0, mu=0.0, wall_factor=WALL_S
     size = 20.0 * radius
     sim.set_box((-size, -size, -size), (size, size, size))
     gap = 0.5 * v_n * dt
-    sim.add_particles([[0.0, radius + gap, 0.0]], radius, velocities=[[v_t, -v_n, 0.0]])
+    sim.add_particles([[0.0, radius + gap, 0.0]], radius, velocities=[[v_t, -v_n, 0.0]],
+                      angular_velocities=[[0.0, 0.0, spin]])
     sim.add_wall((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), material=wall_mat)
     sim.setup()
     return sim
 
 
-def _two_spheres(law, material, radius, v_n, w_t=0.0, mu=0.0, dt=None):
+def _two_spheres(law, material, radius, v_n, w_t=0.0, mu=0.0, dt=None, spins=(0.0, 0.0)):
     """Two identical spheres on the x axis approaching at relative speed v_n, with relative
-    tangential velocity w_t (along y) of their contact points."""
+    tangential velocity w_t (along y) of their centres and spins (about z) `spins`."""
     E, nu, rho = material
     sim = Simulation(law=law, E=E, nu=nu, mu=mu, density=rho, dt=dt)
     size = 20.0 * radius
     sim.set_box((-size, -size, -size), (size, size, size))
     gap = 0.25 * v_n * dt
     sim.add_particles([[-radius - gap, 0.0, 0.0], [radius + gap, 0.0, 0.0]], radius,
-                      velocities=[[0.5 * v_n, 0.5 * w_t, 0.0], [-0.5 * v_n, -0.5 * w_t, 0.0]])
+                      velocities=[[0.5 * v_n, 0.5 * w_t, 0.0], [-0.5 * v_n, -0.5 * w_t, 0.0]],
+                      angular_velocities=[[0.0, 0.0, spins[0]], [0.0, 0.0, spins[1]]])
     sim.setup()
     return sim
 
@@ -179,13 +184,13 @@ def restitution_case(material_name, radius, restitutions, speeds, steps_per_cont
 
 
 # ----------------------------------------------------------------------------- oblique impacts
-def _sphere_wall_rebound(law, material, radius, v_n, v_t, mu, wall_factor, steps_per_contact):
+def _sphere_wall_rebound(law, material, radius, v_n, v_t, mu, wall_factor, steps_per_contact, spin=0.0):
     """Run one oblique sphere-wall impact; returns (v_n2, v_t2, R omega2, w2)."""
     E, nu, rho = material
     m = rho * 4.0 / 3.0 * math.pi * radius ** 3
     estar, _, _ = ref.effective_moduli(E, nu, wall_factor * E, nu)
     dt = ref.hertz_impact(m, estar, radius, v_n)["duration"] / steps_per_contact
-    sim = _sphere_wall(law, material, radius, v_n, v_t=v_t, mu=mu, wall_factor=wall_factor, dt=dt)
+    sim = _sphere_wall(law, material, radius, v_n, v_t=v_t, mu=mu, wall_factor=wall_factor, dt=dt, spin=spin)
     _run_through_contact(sim, _wall_overlap, _wall_normal_force, 4 * steps_per_contact)
     v_t2 = float(sim.vel[0, 0])
     r_omega = radius * float(sim.omega[0, 2])
@@ -193,18 +198,58 @@ def _sphere_wall_rebound(law, material, radius, v_n, v_t, mu, wall_factor, steps
     return float(sim.vel[0, 1]), v_t2, r_omega, v_t2 + r_omega
 
 
-def _two_sphere_rebound(law, material, radius, v_n, w_t, mu, steps_per_contact):
+def _two_sphere_rebound(law, material, radius, v_n, w_t, mu, steps_per_contact, spins=(0.0, 0.0), full=False):
+    """Run one impact of two spheres; returns (v_n2, w2), or with `full` also the final velocities
+    and spins (2, 3) arrays."""
     E, nu, rho = material
     m = rho * 4.0 / 3.0 * math.pi * radius ** 3
     estar, _, _ = ref.effective_moduli(E, nu, E, nu)
     dt = ref.hertz_impact(0.5 * m, estar, 0.5 * radius, v_n)["duration"] / steps_per_contact
-    sim = _two_spheres(law, material, radius, v_n, w_t=w_t, mu=mu, dt=dt)
+    sim = _two_spheres(law, material, radius, v_n, w_t=w_t, mu=mu, dt=dt, spins=spins)
     _run_through_contact(sim, _pair_overlap, _pair_normal_force, 4 * steps_per_contact)
     v, w = sim.vel, sim.omega
     v_n2 = float(v[1, 0] - v[0, 0])
-    # contact point of sphere 0 at +R e_x, of sphere 1 at -R e_x: y velocities v_y + R omega_z each
+    # contact point of sphere 0 at +R e_x, of sphere 1 at -R e_x: y velocities v_y + R omega_z, v_y - R omega_z
     w2 = float(v[0, 1] + radius * w[0, 2] - (v[1, 1] - radius * w[1, 2]))
-    return v_n2, w2
+    return (v_n2, w2, v.copy(), w.copy()) if full else (v_n2, w2)
+
+
+def spin_cases(psi1s, steps_per_contact, law="jaeger"):
+    """Impacts whose incident tangential velocity comes from spin alone: a sphere spinning onto the
+    plane (omega1 R = psi1 mu kappa v_n), two spheres spinning in the same sense (w1 = 2 R omega1),
+    and two counter-rotating spheres (w1 = 0: no tangential force at all). Alumina, R = 2.5 mm,
+    v_n = 1 m/s, mu = 0.092. Returns rows of errors over v_n (velocities, R times spins)."""
+    material = MATERIALS["alumina"]
+    radius, v_n, mu = 2.5e-3, 1.0, 0.092
+    E, nu, _ = material
+    k2 = ref.SOLID_SPHERE_K2
+    rows = {"sphere_plane": [], "two_spheres": [], "counter_rotating": []}
+    _, _, kappa_w = ref.effective_moduli(E, nu, WALL_STIFFNESS * E, nu)
+    _, _, kappa_p = ref.effective_moduli(E, nu, E, nu)
+    for p in psi1s:
+        # sphere on the plane: w = v_t + R omega; dv_t = dw/(1 + 1/k2), R d omega = dw/(1 + k2)
+        r_om1 = p * mu * kappa_w * v_n
+        v_n2, v_t2, r_om2, _ = _sphere_wall_rebound(law, material, radius, v_n, 0.0, mu, WALL_STIFFNESS,
+                                                    steps_per_contact, spin=r_om1 / radius)
+        r = ref.sphere_rebound(p, ref.chi_of(kappa_w), v_n, mu, kappa_w)
+        rows["sphere_plane"].append({"psi1": p, "error": max(abs(v_t2 - r["dv_t"]),
+                                                             abs(r_om2 - r_om1 - r["R_domega"])) / v_n})
+        # two spheres, both spinning at omega: w1 = 2 R omega; J/m = dw/(2 (1 + 1/k2)) on sphere 0,
+        # R d omega = dw/(2 (1 + k2)) on each
+        om = p * mu * kappa_p * v_n / (2.0 * radius)
+        v_n2, w2, v, w = _two_sphere_rebound(law, material, radius, v_n, 0.0, mu, steps_per_contact,
+                                             spins=(om, om), full=True)
+        psi2 = ref.converged_psi2(p, ref.chi_of(kappa_p))[0]
+        dw = mu * kappa_p * v_n * (psi2 - p)
+        err = max(abs(v[0, 1] - dw / (2.0 * (1.0 + 1.0 / k2))), abs(v[1, 1] + dw / (2.0 * (1.0 + 1.0 / k2))),
+                  max(abs(radius * (w[i, 2] - om) - dw / (2.0 * (1.0 + k2))) for i in (0, 1))) / v_n
+        rows["two_spheres"].append({"psi1": p, "error": float(err)})
+        # counter-rotating: the contact points move together, nothing tangential may happen
+        v_n2, w2, v, w = _two_sphere_rebound(law, material, radius, v_n, 0.0, mu, steps_per_contact,
+                                             spins=(om, -om), full=True)
+        err = max(float(np.max(np.abs(v[:, 1:]))), radius * float(np.max(np.abs(w - [[0, 0, om], [0, 0, -om]])))) / v_n
+        rows["counter_rotating"].append({"omega": om, "error": err})
+    return rows
 
 
 def chung_ooi_oblique(material_name, angles_deg, steps_per_contact, law="jaeger"):
@@ -269,6 +314,8 @@ TOL = {
     "oblique_spin": 0.01,   # R omega2 / v, absolute
     "oblique_angle": 0.5,   # degrees
     "rigid": 0.01,
+    "spin": 2e-3,           # velocity and R omega changes over v_n, absolute
+    "spin_none": 1e-12,
     # psi2 of the law that implements CMD exactly; a pair's normal turns while the spheres slide past
     # each other, which the theory neglects (its deviation grows with psi1, see maw_finite_overlap)
     "psi2_sphere_plane_jaeger": 3e-3,
@@ -338,6 +385,16 @@ def run_suite(quick=False, out_dir=None, log=print):
                 "R omega2 = -5 mu v_n (angles with psi1 >= 4 chi - 1)")
         log(f"co4 {label} (chi {chi:.3f}): " + ", ".join(
             f"{k.split(label + '_')[1]} {cases[k]['error']:.3g}" for k in cases if k.startswith(f"co4_oblique_{label}")))
+    # --- spin: the incident tangential velocity from the particles' spin alone
+    spin_psi1 = (-3.0, 1.0) if quick else (-6.0, -3.0, -1.0, 1.0, 3.0, 6.0)
+    spin = spin_cases(spin_psi1, spc)
+    for key, rows in spin.items():
+        err = max(r["error"] for r in rows)
+        cases[f"spin_{key}"] = _case(
+            err, TOL["spin_none" if key == "counter_rotating" else "spin"],
+            "no tangential impulse (w1 = 0), |change| over v_n" if key == "counter_rotating" else
+            "CMD reference (MDR): velocity and R x spin changes, absolute over v_n", rows=rows)
+        log(f"spin {key}: {err:.3g}")
     # --- Maw et al.
     psi1s = np.array([0.5, 2.0, 4.0, 7.0]) if quick else np.concatenate([np.arange(0.25, 8.0, 0.25), [9.0, 10.0]])
     ref_psi2, ref_err, chi = maw_reference(psi1s)

@@ -1,5 +1,5 @@
-"""The quick form of benchmarks/impact_suite.py (Chung & Ooi tests 1-4, Maw et al.'s oblique impact
-for the four tangential laws): every case's error against its independent reference within its
+"""The quick form of benchmarks/impact_suite.py (Chung & Ooi tests 1-4, impacts driven by spin,
+Maw et al.'s oblique impact for the four tangential laws): every case's error against its independent reference within its
 stated tolerance, and the JSON contract."""
 
 import importlib.util
@@ -26,6 +26,7 @@ def test_quick_impact_suite_within_tolerances(tmp_path):
                 "co3_restitution_alumina", "co3_restitution_cast_iron",
                 "co4_oblique_alumina_tangential_restitution", "co4_oblique_alumina_spin",
                 "co4_oblique_aluminium_alloy_rebound_angle", "co4_oblique_alumina_gross_sliding",
+                "spin_sphere_plane", "spin_two_spheres", "spin_counter_rotating",
                 "maw_sphere_plane_linear", "maw_sphere_plane_mindlin", "maw_sphere_plane_md_incremental",
                 "maw_sphere_plane_jaeger", "maw_jaeger_dt_convergence"]
     for name in expected:
