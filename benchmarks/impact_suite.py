@@ -2,7 +2,8 @@
 as a user would (add_particles, add_wall, add_material, set_box, run, contact_arrays,
 wall_contact_arrays) and compared with its own independent reference:
 
-- Chung & Ooi (2011, Granular Matter 13: 643-656), tests 1-4, with the paper's materials:
+- Chung & Ooi (2011, Granular Matter 13: 643-656), tests 1-4, with the paper's materials (as YADE's
+  scripts of these tests give them):
   1 elastic normal impact of two identical spheres (glass, limestone; R = 10 mm), 2 of a sphere on a
   plane (aluminium alloy, magnesium alloy; R = 0.1 m): contact duration, peak force and peak
   overlap against Hertz's closed forms; 3 normal impact with damping (alumina, cast iron;
@@ -41,7 +42,7 @@ from graindem.verification import oblique_impact as ref
 LAWS = ("linear", "mindlin", "md_incremental", "jaeger")
 WALL_STIFFNESS = 1000.0  # the "rigid" plane's Young's modulus over the sphere's
 
-# Chung & Ooi (2011), their tables of input data (E Pa, nu, density kg/m^3)
+# Chung & Ooi (2011)'s input data (E Pa, nu, density kg/m^3) as YADE's scripts of these tests give them
 MATERIALS = {
     "glass": (4.8e10, 0.20, 2800.0),
     "limestone": (2.0e10, 0.25, 2500.0),
