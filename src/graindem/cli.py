@@ -13,6 +13,7 @@ COMMANDS = {
     "demo": ("graindem.demo", "run the default demonstration and write its results to a folder"),
     "run": ("graindem.engine.cli", "run a scenario file (TOML) or continue from a checkpoint"),
     "pile": ("graindem.scenarios.pile", "pour level-set grains into a box and settle them under gravity"),
+    "sweep": ("graindem.sweep", "run a parameter study of a scenario as independent runs on Dask"),
 }
 
 
