@@ -1,6 +1,6 @@
-"""The pair rows' particle indices are int32 (kernels.PAIR_INDEX, session 7).
+"""The pair rows' particle indices are int32 (kernels.PAIR_INDEX).
 
-Checked here: a checkpoint written before session 7 (int64 pi, pj) loads with int32 indices and
+Checked here: a checkpoint that holds int64 pair indices (pi, pj) loads with int32 indices and
 continues bit for bit as the uninterrupted run does (reference: the same run never checkpointed);
 and a particle count or pair capacity beyond what PAIR_INDEX can number is refused with a
 ValueError before any work (the limit is patched down to a small number, so the refusal is

@@ -1,4 +1,4 @@
-"""The pair pass's branch-free row selection (kernels._select_rows, session 6).
+"""The pair pass's branch-free row selection (kernels._select_rows).
 
 The kinematics visit only the rows the selection lists; the rows found touching must be exactly
 those whose spheres overlap, and the run must be the one the plain scan over every row gives (the
@@ -128,9 +128,9 @@ def test_selected_pass_is_the_full_scan():
 
     The state is compared to 1e-9 relative, not bit for bit: the two passes are separately compiled
     copies of the same source, and with fastmath LLVM may fuse a multiply-add in one and not in the
-    other. Session 9: on the fallback lattice (a clone without ../shared/data) a frame quaternion
-    component differed by 3e-21 after two steps, the velocities by 3e-16 after 300; on the settled
-    packing the runs were bit for bit the same. A row the selection wrongly skipped would lose a
+    other: on the fallback lattice (a clone without ../shared/data) a frame quaternion component has
+    been seen to differ by 3e-21 after two steps and the velocities by 3e-16 after 300, while on the
+    settled packing the runs are bit for bit the same. A row the selection wrongly skipped would lose a
     whole contact force, a difference of order one."""
     a = _bottom_layer()
     b = _bottom_layer()

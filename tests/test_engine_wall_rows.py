@@ -1,10 +1,10 @@
-"""Wall contacts kept in candidate rows (session 7): rows q < ictl[ICTL_NWCAND], keyed wcand[q] = i * n_walls + w.
+"""Wall contacts kept in candidate rows: rows q < ictl[ICTL_NWCAND], keyed wcand[q] = i * n_walls + w.
 
 References: (1) the rows must hold exactly the (particle, wall) pairs within r + skin of the wall, in key
 order, with their state carried across rebuilds by key: checked against a plain numpy evaluation of the
-wall distances and against the contacts' own overlaps; (2) a checkpoint written before session 7 (one row
+wall distances and against the contacts' own overlaps; (2) a checkpoint in the dense wall layout (one row
 per (particle, wall), row i * n_walls + w) must load and continue bit for bit as the same state saved in
-the new layout, with the dissipation its non-candidate rows held counted in the total.
+the candidate-row layout, with the dissipation its non-candidate rows held counted in the total.
 """
 
 import numpy as np
@@ -68,8 +68,8 @@ def test_candidate_rows_are_the_walls_near_pairs_in_key_order():
 
 
 def _to_dense(arrays, n, nw, moved_dissipation):
-    """The pre-session-7 layout of the same state: row i * nw + w; one non-candidate row holds some
-    dissipation that the new layout keeps in ACC_DISS_RELEASED."""
+    """The dense wall layout of the same state: row i * nw + w; one non-candidate row holds some
+    dissipation that the candidate-row layout keeps in ACC_DISS_RELEASED."""
     nwc = int(arrays["ictl"][K.ICTL_NWCAND])
     keys = arrays["wcand"][:nwc]
     fs = np.zeros((n * nw, S.N_FSTATE))

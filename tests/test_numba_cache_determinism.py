@@ -1,16 +1,16 @@
 """A run gives the same bits whether numba compiled the kernels afresh or loaded them from its cache.
 
 Why this is a test: a restart continues in a new process, which loads the cached kernels, while the
-interrupted run may have compiled them itself. Session 2 met a build of the pair loop (two inlined
-variants in one function) whose fresh and cached machine code rounded differently, so a run and its
-restart parted after a few thousand steps, although every in-process restart test passed. Here a
+interrupted run may have compiled them itself. If freshly compiled and cached machine code round
+differently (as a pair loop with two inlined variants in one function can), a run and its restart
+part after a few thousand steps although every in-process restart test passes. Here a
 child process compiles into an empty cache directory and a second child loads from it; both run the
 same mixed sequence (servo compression with jaeger histories, then a sheared cell, then spheres
-sliding on walls) and print state hashes along the way, which must agree exactly. Session 6 found
-the wall passes' fresh and cached code rounding apart (then worked around by turning their fastmath off).
-Session 7 found the cause of them all: a process that compiles afresh ran each callee's own library,
-one that loads from the cache the caller's copy, optimised apart (graindem._jit gives every
-library its own internal copies); its stage: a box with a moving lid, many rebuilds and sorting.
+sliding on walls) and print state hashes along the way, which must agree exactly. The cause such
+runs guard against: numba links a copy of every callee into its caller, and a process that compiles
+afresh runs each callee's own library while one that loads from the cache runs the caller's copy,
+optimised apart (graindem._jit gives every library its own internal copies); the stage that exposes
+it: a box with a moving lid, many rebuilds and sorting.
 """
 
 import os
@@ -80,8 +80,8 @@ SCRIPT = textwrap.dedent("""
         print("walls", walled.step_count, walled.measure()["n_wall_contacts"], h.hexdigest()[:16])
 
     # A box of five fixed walls and a lid moving down, slanted strong gravity, particles sorted at
-    # the many rebuilds (session 7: a fresh and a cached process parted here at step 527, in the
-    # last bits of a pair frame, pcq, hashed with the rest).
+    # the many rebuilds (without graindem._jit's per-library copies a fresh and a cached process part
+    # here at step 527, in the last bits of a pair frame, pcq, hashed with the rest).
     rng = np.random.default_rng(3)
     n = 300
     L = 0.012
