@@ -1,6 +1,7 @@
 """The examples in examples/ run, in a quick form, and give what their tutorials say.
 
-References: the Mindlin–Deresiewicz closed form (single_contact.py), the uninterrupted run
+References: the Mindlin–Deresiewicz closed form (single_contact.py), the ellipsoid's closed-form
+volume and moments of inertia (levelset_grain.py), the uninterrupted run
 (restart.py: a restart in a new process must end bit for bit where it ends), the scenario schema and
 the biaxial test's controls (biaxial_jaeger.toml).
 """
@@ -59,8 +60,23 @@ def test_biaxial_example_scenario_runs_in_a_short_form(tmp_path):
         assert (tmp_path / name).exists(), name
 
 
-@pytest.mark.parametrize("name", ["single_contact", "restart"])
+def test_levelset_grain_example_against_the_ellipsoid_closed_forms():
+    pytest.importorskip("skimage")  # marching cubes for the surface nodes (extra 'levelset')
+    example = _load("levelset_grain")
+    grains = example.main(["--voxels-across", "12", "--nodes", "200"])
+    bounds = {"analytic": (1e-3, 2.5e-3), "triangle mesh": (3.5e-3, 6e-3), "voxel image": (3e-2, 4e-2)}
+    for name, grain in grains.items():
+        volume_error, inertia_error = example.errors(grain)
+        assert volume_error < bounds[name][0] and inertia_error < bounds[name][1], name
+        assert grain.n_nodes == 200
+
+
+BAD_ARGUMENTS = {"single_contact": ["--steps-per-branch", "0"], "restart": ["--steps", "0"],
+                 "levelset_grain": ["--voxels-across", "3"]}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))
 def test_example_scripts_refuse_bad_arguments(name):
     with pytest.raises(SystemExit) as info:
-        _load(name).main(["--steps-per-branch" if name == "single_contact" else "--steps", "0"])
+        _load(name).main(BAD_ARGUMENTS[name])
     assert info.value.code == 2
