@@ -27,7 +27,7 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
 
 docs: $(VENV)/.installed
-	$(BIN)/python -m mkdocs build --strict --site-dir $(SITE_OUT)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir $(SITE_OUT)
 	@echo "documentation site written to $(SITE_OUT)/index.html"
 
 bench: $(VENV)/.installed
