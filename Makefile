@@ -3,22 +3,32 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_OUT ?= results/demo
+SITE_OUT ?= results/site
 
-.PHONY: demo test bench clean
+.PHONY: demo test docs bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
+	@echo "installing graindem and its test and documentation extras into $(VENV)/ ..."
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@
 
 demo: $(VENV)/.installed
+	@echo "graindem demo: the first run compiles the numba kernels (one to two minutes on 2 cores; later runs"
+	@echo "load them from the cache), then runs the contact-law checks and a 512-sphere biaxial test (about"
+	@echo "two minutes); results go to $(DEMO_OUT)/"
 	$(BIN)/graindem demo --out $(DEMO_OUT)
 
 test: $(VENV)/.installed
+	@echo "graindem tests: most of the first run is numba compiling the kernels (see README.md)"
 	$(BIN)/python -m pytest -q
+
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir $(SITE_OUT)
+	@echo "documentation site written to $(SITE_OUT)/index.html"
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/contact_kernel.py --json results/bench/contact_kernel.json

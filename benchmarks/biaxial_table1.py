@@ -16,31 +16,30 @@ too). `total_s` is the whole test (forces, integration, neighbour search; no out
 measurement every 1 % of the steps). `force_s` is the time inside the contact-force kernel
 (contact geometry, frames and the law), measured by a second, split run of the same test in which
 Python calls the force kernel and the rest of a step separately (its own total is `split_total_s`).
-The split run follows the timed one only to rounding (`split_run_identical` false, session 8): every
+The split run follows the timed one only to rounding (`split_run_identical` false): every
 kernel runs its own compiled copies of its callees (graindem._jit), so the force kernel called from
 Python is not the machine code inside run_steps, and the two trajectories part in the last bits.
 --compact-every: steps between compactions of the history store (0, the default: the engine's
-COMPACT_EVERY; -1: never, the layout of session 2). The quick size's store (~1.5 MB) fits the L2
+COMPACT_EVERY; -1: never: the store as the LIFO free list scatters it). The quick size's store (~1.5 MB) fits the L2
 cache, so only the full size shows the effect.
 --repeats N: every case is run N times, in rounds (each round runs every case once, timed run then
 split run, in the order of --laws, reversed every other round); `total_s` and `force_s` are the best
 of the N (the run least disturbed by the rest of a shared machine, as vs_lammps.py takes the best
 round), every run's times are in `total_s_runs` and `force_s_runs`, and the jaeger/mindlin ratio is
 given both best against best and as the median of the N per-round ratios
-(`ratio_total_median_of_rounds`, pairing runs made close in time). On this machine single pairs of
-runs gave ratios from 1.14 to 1.39 within one hour (session 8), and from 1.08 to 1.50 within fifteen
-minutes (session 9: jaeger 43.7-56.9 s, mindlin 35.5-40.4 s), the machine's speed drifting between runs.
+(`ratio_total_median_of_rounds`, pairing runs made close in time). On a shared machine single pairs
+of runs have given ratios from 1.08 to 1.50 within fifteen minutes (jaeger 43.7-56.9 s, mindlin
+35.5-40.4 s), the machine's speed drifting between runs.
 --interleave STEPS (default 400; 0: none): after the straight runs, `--repeats` interleaved passes of the
 cases with xi = 0. A pass runs the laws' full tests side by side in this process, in turns of STEPS steps
 (the order reversed every turn), so that a drift of the machine's speed slows every law alike. In
 `interleaved`, each law's `total_s_runs` holds every pass's sum of turns and `total_s` their median;
 `ratio_total_jaeger_over_mindlin` there is the median of the passes' ratios. Each turn is the same
 Simulation.run call as in the straight run, so the trajectory is the same bit for bit
-(`same_trajectory_as_straight_run`). Session 9: passes of 1.28-1.34 (six with the engine of 763f9c6, median 1.30) where the
-straight rounds of the same hours scattered from 1.08 to 1.50: interleaving removes the drift between runs,
-not the machine's state during a pass, which moves the ratio itself (jaeger streams more memory and loses
-more when the machine is slow); session 11, on a host numba compiles for as znver4: nine passes of 1.33-1.40
-(median 1.37). The interleaved ratio is the one the goal of the issue is judged by.
+(`same_trajectory_as_straight_run`). Interleaving removes the drift between runs, not the machine's
+state during a pass, which moves the ratio itself (jaeger streams more memory and loses more when the
+machine is slow): passes give 1.28-1.34 where straight rounds of the same hours scatter from 1.08 to
+1.50 (measured figures: docs/benchmarks.md). The interleaved ratio is the one to quote.
 --xi: the extra jaeger runs with xi > 0 (default 0.1,0.2,0.4; an empty string for none).
 Memory: `store_bytes` is the peak of live history points x 36 bytes (Kuhn's measure) over the
 measurements; `mean_history_length` the mean over contacts and measurements (the time mean);
@@ -116,8 +115,8 @@ def timed_split_run(sim, steps):
 def warm_up(packing_path, law, xi, steps, compact_every=0):
     """A few steps of the case, through run_steps and through the split loop, on throwaway copies:
     the first call of a kernel in a process loads it from numba's cache (or compiles it), which a
-    timed run must not pay (session 8: a first full-size run with a cold cache took 55.8 s, its
-    law's other runs 30-32 s)."""
+    timed run must not pay (a first full-size run with a cold cache takes ~56 s, the same law's
+    other runs 30-32 s)."""
     for split in (False, True):
         sim, _ = checkpoint.load(packing_path)
         start_test(sim, law, xi=xi, steps=steps)
@@ -185,7 +184,7 @@ def run_interleaved(packing_path, cases, steps, measure_every, chunk, compact_ev
     """The cases' full tests side by side in this process, advanced in turns of `chunk` steps
     (ABBA: the order of the cases reverses every turn) and timed turn by turn; each case's
     `total_s` is the sum of its turns. Whatever the rest of a shared machine does to the speed of
-    this one lasts seconds to minutes (session 9: the same jaeger test took 43.7 to 56.9 s within
+    this one lasts seconds to minutes (the same jaeger test has taken 43.7 to 56.9 s within
     fifteen minutes, mindlin 35.5 to 40.4 s), so it slows both cases of a turn alike and their
     ratio keeps only what the laws cost, where the ratio of two runs made a minute apart also
     carries the machine's drift in between. Each turn is a call of Simulation.run with the same

@@ -15,10 +15,10 @@ dissipation; 0 skips it):
   slipping, wandering directions, a few contacts opening and closing): 60 % elastic, 38 % partial
   slip, 2 % gross sliding, a fifth unloading; mean history ~88 points. Also jaeger with xi = 0.1, 0.2.
 
-Why the trace is the headline of issue 2's "realistic mix of histories (DEM-sized steps, some
-slipping)": it IS what the batched kernel is fed in a real DEM run (the engine's own biaxial test,
-recorded contact by contact), whereas the synthetic mix was designed before the engine existed and
-its histories are 17x longer than the engine produces (docs/history-length.md explains why Kuhn's
+Why the trace is the headline "realistic mix of histories (DEM-sized steps, some slipping)": it is
+what the batched kernel is fed in a real DEM run (the engine's own biaxial test, recorded contact by
+contact), whereas the synthetic mix is a model of such movements whose histories are 17x longer than
+the engine produces (docs/history-length.md explains why Kuhn's
 were longer too). The synthetic figures stay in the JSON, under "synthetic", as a stress case for
 long histories. And why energy OFF is the headline: the work/dissipation integrals are an engine
 measurement (per-contact energy bookkeeping), not part of the contact law that Kuhn timed against
@@ -31,17 +31,17 @@ timed on the first steps of the block only); updates/s are medians over the roun
 second of thread CPU time (the wall-clock figure is reported beside it), and the jaeger/mindlin
 ratio is the median of the per-round ratios of time per update.
 
-The history store is laid out afresh on the engine's own schedule (session 5): every
+The history store is laid out afresh on the engine's own schedule: every
 `graindem.core.layout.COMPACT_EVERY` (100) steps, counted from the first step of the warm-up,
 each batch with live history points is compacted (`HistoryStore.compact`, the same walk as the
 engine's `compact_store`), as `compact_on_schedule` does at the end of every engine step. The
-compaction time COUNTS in jaeger's time: the CPU time of the compactions inside the timed span
+compaction time counts in jaeger's time: the CPU time of the compactions inside the timed span
 (rounds x block_steps, 200 steps full, 100 quick: whole periods, so every distance from the last
 compaction is timed once per period) is spread evenly over its steps and added to every round
-("store_compaction" in the JSON has it per update). Why: without it the replay's store scattered
+("store_compaction" in the JSON has it per update). Why: without it the replay's store scatters
 for the whole run (all 500 steps at 20 000 contacts; ~110 000 live points, 4 MB, beyond the L2), which
-the engine never lets happen; that stated jaeger's cost in a DEM run too high. The figure without
-compaction, the replay as it was before session 5, stays in the JSON ("laws_uncompacted",
+the engine never lets happen, and would state jaeger's cost in a DEM run too high. The figure without
+compaction stays in the JSON for comparison ("laws_uncompacted",
 "ratio_jaeger_mindlin_uncompacted", same rounds). The other laws keep no history points (no
 compaction, as in the engine). "harness_ns_per_update" is a null
 law (the same loop reading each contact's movement and writing its row, no law) timed in the same
@@ -327,7 +327,7 @@ def run(cfg, seed=1, log=print, trace=True):
             variants[f"{mix}:{law}"] = (mix, ContactBatch(law, n, **material, energy=False), advance_contacts)
             variants[f"{mix}:{law}+energy"] = (mix, ContactBatch(law, n, **material, energy=True), advance_contacts)
         variants[f"{mix}:harness"] = (mix, ContactBatch("mindlin", n, **material, energy=False), null_law_kernel)
-    # the replay as before session 5: the store never compacted
+    # the replay with the store never compacted, for comparison
     variants[f"{headline}:jaeger_uncompacted"] = (headline, ContactBatch("jaeger", n, **mixes[headline], energy=False),
                                                   advance_contacts)
     compacted = {name for name in variants if not name.endswith(("_uncompacted", ":harness"))}
@@ -466,7 +466,7 @@ def run(cfg, seed=1, log=print, trace=True):
 
     result = {"mix": headline}
     result.update(mix_result(headline))
-    # The replay without compaction (as before session 5), same rounds.
+    # The replay without compaction, same rounds.
     unc = f"{headline}:jaeger_uncompacted"
     result["laws_uncompacted"] = {"jaeger": law_record(unc)}
     rounds_unc = ratio_rounds(unc, f"{headline}:mindlin")

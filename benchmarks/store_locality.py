@@ -3,7 +3,8 @@
 Batches of jaeger contacts advance through the same DEM-like movements as benchmarks/contact_kernel.py
 (`graindem.demo_contact.DemLikeMovements`, seed 1): one whose store is never compacted (its points get
 scattered by the LIFO free list, the state of the store in a long run), and others compacted every K
-steps (`store.compact(ist)`; K = 300 = the whole timed span: once, at its start; each contact's points contiguous, in contact order (since session 9 in two regions: every contact's top three points, then the rest)); the compaction time
+steps (`store.compact(ist)`; K = 300 = the whole timed span: once, at its start; each contact's points contiguous, in contact order, in two regions: every contact's top three points,
+then the rest); the compaction time
 is included in theirs. mindlin runs beside them for the jaeger/mindlin ratio. Untimed warm-up first
 (compilation and histories growing to their steady length), then blocks of steps timed in thread CPU
 time, variants interleaved block by block with the order rotated every round; means over rounds

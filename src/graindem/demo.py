@@ -25,12 +25,15 @@ def run(args):
     t0 = time.perf_counter()
     say = lambda msg: print(msg, flush=True)  # noqa: E731
     say(f"graindem demo: results go to {out.resolve()}/")
-    say("== contact laws against the closed forms ==")
+    say("The first run compiles numba kernels before each part starts (one to two minutes in all on 2 cores);")
+    say("later runs load them from the cache. After compilation the demo takes about two minutes.")
+    say("== contact laws against the closed forms (seconds after compilation) ==")
     contact_demo(out / "contact", announce=say)
     write_traction_demo(out / "contact", announce=say)
     if not args.skip_biaxial:
         from .scenarios.biaxial import run_demo as biaxial_demo
-        say("== default scenario: biaxial compression of a sphere packing ==")
+        say("== default scenario: biaxial compression of a 512-sphere packing, Jäger law ==")
+        say("   (the packing is first compressed isotropically to the confining stress, then compressed biaxially to 4 % axial strain)")
         biaxial_demo(out, announce=say)
     say(f"done in {time.perf_counter() - t0:.1f} s; results in {out.resolve()}/")
     return 0

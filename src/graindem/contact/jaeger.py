@@ -18,64 +18,55 @@ A fresh or separated row (all zeros, I_HEAD = -1, I_LEN = 0) is the unloaded ori
 
 Speed: every kernel here is compiled with `_nrt=False` (it allocates nothing; with reference
 counting numba wraps each call in increments/decrements of the six array arguments that its pruning
-cannot remove in these loops, which made a call 4x slower), and `step` and its helpers are inlined
+cannot remove in these loops, which makes a call 4x slower), and `step` and its helpers are inlined
 into their callers (`inline="always"`; as calls, passing ~50 scalars each, they cost a fifth of an
 update). `step` keeps the contact row in local variables and writes it back once: the compiler
 cannot know that the store and the row do not overlap, so every store write would otherwise force
-the row slots read after it to be loaded again. Where the time goes (benchmarks/contact_kernel.py,
-recorded biaxial trace, where 92 % of the steps slip and half unload): a typical step supersedes the
-top slip segment (one pop), cuts inside the segment below (5e) and appends a slip segment. Session
-3 took it to be bound by its chain of dependent operations (the loads of the point below, the root
-z with a square root and a division, N(delta*) with another square root, the new force). Session 4
-measured it: with every contact replaying the same trace column in lockstep, so that every branch is
-predicted, a partial-slip step still costs 33-36 ns (mindlin 8-9 ns); the mixed trace ~41 ns;
-the arithmetic of the typical step alone (its loads, two square roots, two divisions), straight and
-branch-free on the same rows, ~17.6 ns, as much as mindlin in the same rounds
-(`benchmarks/contact_kernel.py --bounds`, 2000 contacts). So neither mispredictions nor the
-latency of that chain bound the step: the bookkeeping around it does (cone tests at both ends,
-the descent, the store writes, the merge check, the row write-back: how many instructions, and
-so how few contacts the out-of-order window overlaps). What the kernel does for speed: the cone tests compare
-squares (no square root on the slip path); the slope appended after a cut is p + g/z (no norm);
-a cut in a slip segment (two thirds of them) takes z = |g|^2/(-2 kappa G) without the square root
-(the same bits: Q = |G| exactly there); 5e is written with kappa g, so no 1/kappa; the force after
-a cut and a push is one multiply-add after N(delta*) (T = u + p N with u constant along a segment);
-the moves of the top point on unloading, the choice of the root's form and the descent to the point
-below are written without branches; a popped point is kept as the step's spare and taken by its
-push (no free-list and meta[] traffic through memory between contacts; the store ends bit for bit
-as with pop/push). Session 4 against session 3, same process, interleaved, recorded trace: time
-per jaeger update x0.80-0.83 at 2000 contacts; at 20 000 x0.88 from this kernel and the batched
-loop, x0.77 with the store on huge pages (store.HUGE_PAGE_MIN_POINTS). There the scattered store
-still costs ~13 ns an update (compacted every 20 steps, as the engine does every 100: x0.69).
+the row slots read after it to be loaded again.
 
-Session 4, second helper: the fast paths. Three quarters of the trace's steps are one of two
-cases, now taken by straight code entered by cheap tests on the row and falling back to the
-general code (which they never write before deciding) otherwise: `_supersede_and_cut` (53 %:
-the top slip segment superseded, the root inside the segment below; the popped top is the point
-pushed, so head, length and links stay and two points are written) and `_slide_from_origin`
-(21 %: gross sliding on a one-point history). Same expressions as the general code; results
-agree to a few ulp (tests/test_jaeger_fastpath.py, from the same state every step, on random 3D
-sequences); their row values and results pass through `_opaque` so that every caller compiles
-them alike (the energy switch must not change the mechanics by one bit). Interleaved in one process
-against the kernel before them (recorded trace): time per jaeger update x0.89-0.92 at 2000 and
-at 20 000 contacts; contact_kernel.py headline jaeger/mindlin 2.31 (rounds 2.02-2.73) on a
-shared machine, against 2.39-2.77 before. Lockstep (--bounds): the gross-sliding column 13.5 ns
-(23-25 before, as cheap as mindlin), the partial-slip columns unchanged (34-38 ns): the
-supersede-and-cut path costs about what the general code did when every branch was predicted;
-its gain is in the mixed trace (fewer mispredicted branches, fewer instructions).
-
-Session 5: (1) two more fast paths, same pattern: `_supersede_two_and_cut` (the cut two
-segments deep, ~7 % of the trace's steps; entered from `_supersede_and_cut` once segment k-1 is
-found superseded) and `_new_elastic_segment` (step 4a, ~6 %); (2) the rounding guard on |T| <= mu N
-(`_cap`): LLVM had turned its rarely taken branch into a select, so every step computed its square
-root and division; (3) unsigned indices for the row and for store points known to exist (numba
-wraps a signed index around for negative values on every access). Interleaved against the kernel
-of session 4, recorded trace, 20 000 contacts, store compacted every 100 steps as the engine does:
-(1)+(3) x0.97, with (2) x0.92-0.93; forces on the trace within 1e-14 of mu N of session 4's
-(bit for bit up to the two-segment cut, whose fastmath grouping differs by a few ulp). Tried and dropped: one division instead of two for the root in the fast paths (1/(kappa
-den num) gives both; x1.035, slower: the longer chain); a prefetch of the points below a top by
-address (contiguous after a compaction): x0.95-0.97 in the compacted store but x1.08-1.19 in a
-store never compacted, so laws._prefetch_ahead keeps its walk (with unsigned row indices, x0.95-0.97);
-no `_opaque` pins at all (not bit-safe, only to bound what they cost): x0.98.
+Where the time goes (benchmarks/contact_kernel.py, recorded biaxial trace, where 92 % of the steps
+slip and half unload): a typical step supersedes the top slip segment (one pop), cuts inside the
+segment below (5e) and appends a slip segment. With every contact replaying the same trace column
+in lockstep, so that every branch is predicted, a partial-slip step costs 33-38 ns (mindlin 8-9 ns),
+while the arithmetic of the typical step alone (its loads, two square roots, two divisions),
+straight and branch-free on the same rows, costs ~17.6 ns, as much as mindlin
+(`benchmarks/contact_kernel.py --bounds`). So neither mispredictions nor the latency of that chain
+bound the step: the bookkeeping around it does (cone tests at both ends, the descent, the store
+writes, the merge check, the row write-back: how many instructions, and so how few contacts the
+out-of-order window overlaps). Hence:
+- the cone tests compare squares (no square root on the slip path); the slope appended after a cut
+  is p + g/z (no norm); a cut in a slip segment (two thirds of them) takes z = |g|^2/(-2 kappa G)
+  without the square root (the same bits: Q = |G| exactly there); 5e is written with kappa g, so no
+  1/kappa; the force after a cut and a push is one multiply-add after N(delta*) (T = u + p N with u
+  constant along a segment);
+- the moves of the top point on unloading, the choice of the root's form and the descent to the
+  point below are written without branches; a popped point is kept as the step's spare and taken by
+  its push (no free-list and meta[] traffic through memory between contacts; the store ends bit for
+  bit as with pop/push);
+- large stores go on huge pages (store.HUGE_PAGE_MIN_POINTS: fewer TLB misses on a large store);
+  a scattered store still costs ~13 ns an update there, which is why the engine lays the store out
+  afresh every 100 steps;
+- fast paths: about 80 % of the trace's steps are one of four cases, taken by straight code entered
+  by cheap tests on the row and falling back to the general code (which they never write before
+  deciding) otherwise: `_supersede_and_cut` (53 %: the top slip segment superseded, the root inside
+  the segment below; the popped top is the point pushed, so head, length and links stay and two
+  points are written), `_slide_from_origin` (21 %: gross sliding on a one-point history),
+  `_supersede_two_and_cut` (the cut two segments deep, ~7 %; entered from `_supersede_and_cut` once
+  segment k-1 is found superseded) and `_new_elastic_segment` (step 4a, ~6 %). They use the general
+  code's expressions; results agree to a few ulp (tests/test_jaeger_fastpath.py, from the same state
+  every step, on random 3D sequences). Their row values and results pass through `_opaque` so that
+  every caller compiles them alike (the energy switch must not change the mechanics by one bit). In
+  lockstep the gross-sliding column costs 13.5 ns, as cheap as mindlin; the partial-slip path costs
+  about what the general code does with every branch predicted: the fast paths' gain is in the mixed
+  trace (fewer mispredicted branches, fewer instructions);
+- the rounding guard on |T| <= mu N (`_cap`) is kept a branch: as a select, which LLVM prefers for a
+  rarely taken branch, every step would compute its square root and division;
+- the row and the store points known to exist are indexed unsigned (numba wraps a signed index
+  around for negative values on every access);
+- one division instead of two for the root in the fast paths (1/(kappa den num) gives both) is
+  slower (x1.035: the longer dependency chain); a prefetch of the points below a top by address
+  gains 3-5 % in a compacted store but loses 8-19 % in a scattered one, so laws._prefetch_ahead
+  walks the links.
 
 Input per call: the new total overlap delta > 0 and the tangential shift increment (dsx, dsy) in
 the contact frame; the target elastic shift is S' = S_k + ds (the dispatcher handles separation).
@@ -609,8 +600,8 @@ def step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
 def step_outlined(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta):
     """`step` as a function of its own, for the callers off the hot path (energy accounting in
     laws.contact_step, the engine's wall contacts). numba's inline pass re-reads `step` and every
-    helper at each call site it inlines them into: ~25-50 s of compilation per site (session 6,
-    numba event timings), against a call that costs ~15 ns. This copy is compiled once and cached;
+    helper at each call site it inlines them into: ~25-50 s of compilation per site (numba event
+    timings), against a call that costs ~15 ns. This copy is compiled once and cached;
     the `_opaque` pins keep its results bit for bit those of the inlined copies."""
     step(prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
 
