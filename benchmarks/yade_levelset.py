@@ -29,11 +29,14 @@ Scene correspondence (graindem's side: `lattice_sim` and the FULL/QUICK configur
   - one thread; the figure is the median over `rounds` timed blocks of `n_steps` steps of the process's
     CPU time, after an untimed warm-up of 2 steps (graindem's warm-up also compiles its kernels).
   different (the models do not allow the same)
-  - contact law: YADE's Ig2_LevelSet_LevelSet_ScGeom reduces a pair to ONE contact point (the most
-    penetrating surface node of one grain in the other's level set) with a linear spring
-    F_n = k_n u_n (Law2_ScGeom_FrictPhys_CundallStrack, incremental shear spring, Coulomb cap);
-    graindem's "area" law sums a traction k_s * depth over every penetrating node of both grains,
-    weighted by the node's surface area (half weight each way), with a shear history per node.
+  - contact law: YADE's Ig2_LevelSet_LevelSet_ScGeom reduces a pair to ONE contact point: it queries
+    only the nodes of the smaller grain (for equal volumes, the second one) that lie in the overlap of
+    the two bounding boxes, in the other grain's level set, and keeps the most penetrating one, with a
+    linear spring F_n = k_n u_n (Law2_ScGeom_FrictPhys_CundallStrack: incremental shear spring, Coulomb
+    cap); the pair stays an interaction until the bounding boxes separate. graindem's "area" law queries
+    the nodes of both grains in the other's level set and sums a traction k_s * depth over every
+    penetrating node, weighted by the node's surface area (half weight each way), with a shear history
+    per node.
   - stiffness: graindem's k_s = 1e3 Pa/m is a traction per unit depth; YADE's k_n is a pair stiffness in
     N/m. The continuum area law gives the same force, F = k_s pi sqrt(R1 R2) delta^2 / 2 ~ 0.30, at all
     three lattice overlaps (R1, R2 the relative radii of curvature at the touching tips), i.e. a secant
@@ -47,8 +50,11 @@ Scene correspondence (graindem's side: `lattice_sim` and the FULL/QUICK configur
     the shape plus a wider band (31 x 27 x 23); node placement differs (YADE: nodesPath = 2, rays from
     the centre along a spiral); each YADE body keeps its own copy of grid and distance field (computed
     once here and passed to every body), graindem's grains share one template.
-So the work per step is of the same kind (node queries of every candidate pair in a trilinear grid),
-but the forces, hence trajectories, are not the same; only the cost per step is compared.
+So the work per step is of the same kind (node queries of candidate pairs in a trilinear grid), but
+YADE queries at most one grain's nodes per pair, pruned to the box overlap, and computes one force,
+where graindem queries both grains' nodes and sums a force per penetrating node; the forces, hence
+the trajectories, differ. Only the cost per step is compared; the result carries each code's own
+contact count (YADE: real interactions at the end of the run) for context.
 """
 
 import argparse
