@@ -19,11 +19,11 @@ Scene correspondence (graindem's side: `lattice_sim` and the FULL/QUICK configur
   same in both
   - grains: n_side^3 aligned ellipsoids of semi-axes (1, 0.8, 0.6) (6^3 = 216 in the full run, 3^3 = 27
     in the quick one) on a simple cubic lattice of step 2 a - 0.02 a per axis, so each grain overlaps its
-    6 face neighbours by 2 % of the semi-axis along that axis (0.02, 0.016, 0.012); no walls, no
+    face neighbours by 2 % of the semi-axis along that axis (0.02, 0.016, 0.012); no walls, no
     gravity, every grain starts at rest;
   - the level set: a distance field on a regular grid of spacing h = 0.1 (0.12 quick), trilinear;
     YADE builds it by fast marching on the superellipsoid with epsilons (1, 1) (an exact ellipsoid),
-    graindem from its analytic ellipsoid distance;
+    graindem as the exact distance to a fine triangulation of the ellipsoid;
   - 300 surface nodes per grain; density 1; time step dt = 1e-3; Coulomb friction mu = 0.5
     (YADE: frictionAngle = atan 0.5); tangential / normal stiffness 2/7;
   - one thread; the figure is the median over `rounds` timed blocks of `n_steps` steps of the process's
