@@ -11,41 +11,87 @@ to save (`checkpoint.save`).
 import math
 
 import numpy as np
-from scipy.spatial import cKDTree
 
+from .._jit import njit
+from .neighbour_multi import SizeClasses, insert, overlaps_any
 from .simulation import Simulation
 
 
-def random_gas(n, radii, box, rng):
-    """Non-overlapping random positions for spheres of the given radii in a periodic box."""
+MAX_ATTEMPTS = 100000  # trial positions per sphere before random_gas gives up
+PROGRESS_FROM = 50000  # random_gas shows a progress line from this many spheres on
+
+
+def random_gas(n, radii, box, rng, progress=None):
+    """Non-overlapping random positions for spheres of the given radii in a periodic box.
+
+    Random sequential addition, largest sphere first (the big ones are the hardest to place): each
+    sphere takes the first of uniformly drawn trial positions (rng.uniform(0, 1, 3) * box per
+    trial) that overlaps no sphere placed before it. Overlap tests go through a cell grid per size
+    class (neighbour_multi), so each trial examines O(1) spheres and the whole placement takes time
+    linear in n for any size ratio. The trials are drawn in batches; `rng` is left as if each trial
+    had been drawn on its own. progress: show a progress line (default: from PROGRESS_FROM spheres).
+    """
+    from ..io.progress import Progress
     radii = np.asarray(radii, dtype=np.float64)
     box = np.asarray(box, dtype=np.float64)
-    order = np.argsort(-radii)  # big ones first: they are the hardest to place
+    n = int(n)
+    order = np.argsort(-radii)
     pos = np.zeros((n, 3))
-    placed = []
-    rmax = float(radii.max())
-    tree_pts = np.zeros((0, 3))
-    tree = None
-    for i in order:
-        for attempt in range(100000):
-            x = rng.uniform(0.0, 1.0, 3) * box
-            ok = True
-            if tree is not None:
-                for j in tree.query_ball_point(x, radii[i] + rmax):
-                    d = tree_pts[j] - x
-                    d -= box * np.floor(d / box + 0.5)
-                    if np.sqrt(d @ d) < radii[i] + radii[placed[j]]:
-                        ok = False
-                        break
-            if ok:
-                break
-        else:
-            raise ValueError(f"could not place {n} spheres without overlap: lower the solid fraction")
-        pos[i] = x
-        placed.append(i)
-        tree_pts = pos[placed]
-        tree = cKDTree(tree_pts, boxsize=box)
+    grid = SizeClasses(radii, box)
+    show = n >= PROGRESS_FROM if progress is None else bool(progress)
+    k = tried = 0
+    with Progress(n, desc="placing spheres", quiet=not show, unit="sphere") as bar:
+        while k < n:
+            rows = int(min(65536, max(256, 2 * (n - k))))
+            state = _rng_state(rng)
+            draws = rng.uniform(0.0, 1.0, (rows, 3))
+            k_new, used, tried, failed = place_spheres(order, k, tried, radii, box, draws, pos, MAX_ATTEMPTS,
+                                                       *grid.arrays())
+            if used < rows:  # rewind the generator to just after the last trial used
+                _set_rng_state(rng, state)
+                rng.uniform(0.0, 1.0, (used, 3))
+            bar.update(int(k_new - k))
+            k = k_new
+            if failed:
+                raise ValueError(f"could not place {n} spheres without overlap: lower the solid fraction")
     return pos
+
+
+def _rng_state(rng):
+    return rng.bit_generator.state if hasattr(rng, "bit_generator") else rng.get_state()
+
+
+def _set_rng_state(rng, state):
+    if hasattr(rng, "bit_generator"):
+        rng.bit_generator.state = state
+    else:
+        rng.set_state(state)
+
+
+@njit(fastmath=False)
+def place_spheres(order, k, tried, radii, box, draws, pos, max_attempts, cls, class_rmax, class_count, ncell,
+                  cell_offset, head, nxt):
+    """Place spheres order[k:] one after the other from the trial positions `draws` (fractions of
+    box) until they or the draws run out; `tried`: trials already spent on sphere order[k].
+    Returns (next k, draws used, trials spent on sphere order[k], failed)."""
+    used = 0
+    x = np.empty(3)
+    while k < order.size:
+        if used == draws.shape[0]:
+            return k, used, tried, False
+        i = order[k]
+        for a in range(3):
+            x[a] = draws[used, a] * box[a]
+        used += 1
+        tried += 1
+        if not overlaps_any(x, radii[i], pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt):
+            pos[i] = x
+            insert(i, x, box, cls, class_count, ncell, cell_offset, head, nxt)
+            k += 1
+            tried = 0
+        elif tried >= max_attempts:
+            return k, used, tried, True
+    return k, used, tried, False
 
 
 def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mindlin", E=70e9, nu=0.25,

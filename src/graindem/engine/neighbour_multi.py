@@ -1,0 +1,142 @@
+"""Cell grids by size class: neighbour search that stays linear for wide size distributions.
+
+A single cell list sized by the largest radius puts, at a size ratio R, about R^3 small spheres
+in each cell, so every query examines that many. Here the spheres are split into size classes
+(class k holds radii in (r_max / 2^(k+1), r_max / 2^k]) and each class gets a periodic grid of
+its own whose cells are at least as wide as that class's largest diameter (plus any extra
+cutoff), as LAMMPS's `neigh_modify multi` does. A sphere of radius r looks for partners of class
+c within r + r_max(c) (+ extra): when r <= r_max(c) that reach fits in one cell, so 27 cells of
+O(1) spheres each are examined. Pairs between two classes are therefore searched from the
+smaller sphere into the larger class's grid, never the other way round.
+
+Interface:
+
+    classes = SizeClasses(radii, box, extra=0.0)   # class of each sphere, cell grid of each class
+    classes.insert(i, position)                      # one sphere into its class's grid (incremental)
+    overlaps_any(...)                                # njit: does a trial sphere overlap a stored one?
+    pairs_within(positions, radii, box, extra)       # all periodic pairs with gap < extra (i < j)
+
+Each class's cell count is also kept at most about its sphere count, so a class with a few small
+spheres does not allocate a fine grid over the whole box.
+"""
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+
+CLASS_RATIO = 2.0  # radius ratio spanned by one size class
+
+
+def size_class_of(radii):
+    """Size class of each radius: 0 for (r_max / 2, r_max], 1 for (r_max / 4, r_max / 2], ..."""
+    radii = np.asarray(radii, dtype=np.float64)
+    k = np.floor(np.log(radii.max() / radii) / math.log(CLASS_RATIO)).astype(np.int64)
+    return np.maximum(k, 0)
+
+
+class SizeClasses:
+    """The size classes of a set of spheres in a periodic box and an (initially empty) cell grid
+    per class stored as linked lists: head[cell_offset[c] + cell] -> first sphere, nxt[i] -> next.
+
+    extra: a gap added to every reach (a neighbour list's skin); cells are at least
+    2 r_max(c) + extra wide.
+    """
+
+    def __init__(self, radii, box, extra=0.0):
+        radii = np.asarray(radii, dtype=np.float64)
+        box = np.asarray(box, dtype=np.float64)
+        self.radii = radii
+        self.box = box
+        self.extra = float(extra)
+        cls = size_class_of(radii)
+        # renumber the classes present 0, 1, ... in order of decreasing size
+        present = np.unique(cls)
+        self.cls = np.searchsorted(present, cls).astype(np.int64)
+        nc = present.size
+        self.class_rmax = np.array([radii[self.cls == c].max() for c in range(nc)])
+        count = np.bincount(self.cls, minlength=nc)
+        self.ncell = np.zeros((nc, 3), dtype=np.int64)
+        volume = float(np.prod(box))
+        for c in range(nc):
+            # cells no narrower than the class's reach, and not more cells than spheres of the class
+            width = max(2.0 * self.class_rmax[c] + self.extra, (volume / count[c]) ** (1.0 / 3.0))
+            self.ncell[c] = np.maximum(np.floor(box / width), 1).astype(np.int64)
+        self.cell_offset = np.zeros(nc + 1, dtype=np.int64)
+        self.cell_offset[1:] = np.cumsum(np.prod(self.ncell, axis=1))
+        self.head = np.full(int(self.cell_offset[-1]), -1, dtype=np.int64)
+        self.nxt = np.full(radii.size, -1, dtype=np.int64)
+        self.class_count = np.zeros(nc, dtype=np.int64)  # spheres inserted so far
+        self.n_classes = nc
+
+    def arrays(self):
+        """The grid arrays in the order the kernels take them."""
+        return self.cls, self.class_rmax, self.class_count, self.ncell, self.cell_offset, self.head, self.nxt
+
+
+@njit(fastmath=False)
+def cell_of(x, box, ncell, c, cell_offset):
+    """Flat index of the cell of class c holding point x (inside [0, box))."""
+    idx = cell_offset[c]
+    stride = 1
+    for a in range(3):
+        k = int(math.floor(x[a] / box[a] * ncell[c, a]))  # as _axis_range rounds
+        k = min(max(k, 0), ncell[c, a] - 1)
+        idx += k * stride
+        stride *= ncell[c, a]
+    return idx
+
+
+@njit(fastmath=False)
+def insert(i, x, box, cls, class_count, ncell, cell_offset, head, nxt):
+    """Put sphere i (at x) into its class's grid."""
+    cell = cell_of(x, box, ncell, cls[i], cell_offset)
+    class_count[cls[i]] += 1
+    nxt[i] = head[cell]
+    head[cell] = i
+
+
+@njit(fastmath=False)
+def _axis_range(x, reach, box, n):
+    """First cell and number of cells along one axis within `reach` of x (all n when it wraps)."""
+    lo = int(math.floor((x - reach) / box * n))
+    hi = int(math.floor((x + reach) / box * n))
+    if hi - lo + 1 >= n:
+        return 0, n
+    return lo, hi - lo + 1
+
+
+@njit(fastmath=False)
+def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt):
+    """True when a sphere of radius r at x overlaps (periodic minimum image) any stored sphere.
+
+    The test is |d| < r + r_j with d reduced to the minimum image by d -= box floor(d / box + 1/2),
+    evaluated in that order so that it rounds as the same test written with numpy does.
+    """
+    for c in range(class_rmax.size):
+        if class_count[c] == 0:
+            continue
+        # a relative margin keeps rounding of the cell bounds from losing a partner at the edge
+        reach = (r + class_rmax[c]) * (1.0 + 1e-12)
+        lo0, n0 = _axis_range(x[0], reach, box[0], ncell[c, 0])
+        lo1, n1 = _axis_range(x[1], reach, box[1], ncell[c, 1])
+        lo2, n2 = _axis_range(x[2], reach, box[2], ncell[c, 2])
+        for a in range(n0):
+            k0 = (lo0 + a) % ncell[c, 0]
+            for b in range(n1):
+                k1 = (lo1 + b) % ncell[c, 1]
+                for e in range(n2):
+                    k2 = (lo2 + e) % ncell[c, 2]
+                    j = head[cell_offset[c] + k0 + ncell[c, 0] * (k1 + ncell[c, 1] * k2)]
+                    while j >= 0:
+                        d0 = pos[j, 0] - x[0]
+                        d1 = pos[j, 1] - x[1]
+                        d2 = pos[j, 2] - x[2]
+                        d0 -= box[0] * math.floor(d0 / box[0] + 0.5)
+                        d1 -= box[1] * math.floor(d1 / box[1] + 0.5)
+                        d2 -= box[2] * math.floor(d2 / box[2] + 0.5)
+                        if math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) < r + radii[j]:
+                            return True
+                        j = nxt[j]
+    return False
