@@ -35,6 +35,7 @@ def _announce(quiet):
 def run_scenario(config, out, steps=None, quiet=False):
     """Run a validated scenario config (io.scenario) into folder `out`; returns the summary dict."""
     from ..io.timeseries import read_timeseries
+    from ..particles.size_distribution import from_particles_config
     from ..scenarios import biaxial as B
     sim_cfg = config["simulation"]
     if sim_cfg["scenario"] != "biaxial":
@@ -68,7 +69,7 @@ def run_scenario(config, out, steps=None, quiet=False):
                                  material=material, mu_prep=load["preparation_mu"], announce=announce,
                                  dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
                                  allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution,
-                                 materials=materials)
+                                 materials=materials, distribution=from_particles_config(part))
     sim.verbose = announce is not None  # dt changes of the adaptive step are announced through sim.message
     if sim_cfg["adaptive_dt"]:
         sim.set_adaptive_dt(True, sim_cfg["adaptive_dt_interval"])

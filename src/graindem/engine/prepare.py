@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..particles.size_distribution import Uniform
 from .neighbour_multi import SizeClasses, insert, overlaps_any
 from .simulation import Simulation
 
@@ -98,10 +99,12 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
                     density=2650.0, mu=0.5, mu_prep=0.1, xi=0.0, seed=0, solid_fraction0=0.3,
                     strain_per_step=2e-5, local_damping=0.7, max_steps=200000, tolerance=0.005,
                     dt_fraction=0.25, check_every=500, unbalanced=1e-3, callback=None, verbose=False,
-                    dt=None, allow_unstable_dt=False, restitution=None, materials=None):
+                    dt=None, allow_unstable_dt=False, restitution=None, materials=None, distribution=None):
     """A dense isotropically compressed periodic packing at `pressure` (Pa); returns a Simulation.
 
-    radius: mean radius (m); radius_spread: radii uniform in radius*(1 +- spread).
+    radius: mean radius (m); radius_spread: radii uniform in radius*(1 +- spread), at most 9/11
+    (size ratio 10). distribution: instead of those two, a size distribution of
+    particles.size_distribution (Uniform, Lognormal, Sieve) the radii are drawn from.
     strain_per_step: the servo's largest strain increment per step (quasi-static control).
     Stops when the pressure is within `tolerance` of the target and the unbalanced force ratio
     (measure()) is below `unbalanced` at two successive checks, or raises RuntimeError after max_steps.
@@ -110,16 +113,16 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
     n = int(n)
     if n < 8:
         raise ValueError(f"n must be >= 8, got {n}")
-    if not (radius > 0.0 and math.isfinite(radius)):
-        raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
-    if not (0.0 <= radius_spread < 1.0):
-        raise ValueError(f"radius_spread must lie in [0, 1), got {radius_spread!r}")
+    if distribution is None:
+        if not (radius > 0.0 and math.isfinite(radius)):
+            raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+        distribution = Uniform(radius, radius_spread)
     if not (pressure > 0.0 and math.isfinite(pressure)):
         raise ValueError(f"pressure must be a finite number > 0, got {pressure!r}")
     if not (0.0 < solid_fraction0 < 0.5):
         raise ValueError(f"solid_fraction0 must lie in (0, 0.5), got {solid_fraction0!r}")
     rng = np.random.default_rng(seed)
-    r = radius * (1.0 + radius_spread * rng.uniform(-1.0, 1.0, n))
+    r = distribution.sample(n, rng)
     vs = float(np.sum(4.0 / 3.0 * math.pi * r ** 3))
     L = (vs / solid_fraction0) ** (1.0 / 3.0)
     pos = random_gas(n, r, np.full(3, L), rng)
