@@ -140,3 +140,75 @@ def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_off
                             return True
                         j = nxt[j]
     return False
+
+
+def pairs_within(positions, radii, box, skin=0.0):
+    """All pairs (i, j) of spheres in the periodic box `box` (origin 0) whose gap is below `skin`:
+    |x_i - x_j| (minimum image) < r_i + r_j + skin. Returns (pi, pj, examined): int64 arrays of the
+    pairs, each once, and the number of candidate spheres whose distance was computed."""
+    positions = np.ascontiguousarray(positions, dtype=np.float64)
+    box = np.asarray(box, dtype=np.float64)
+    pos = positions - box * np.floor(positions / box)  # into [0, box)
+    pos = np.where(pos >= box, 0.0, pos)
+    grid = SizeClasses(radii, box, extra=skin)
+    fill_grid(pos, box, *grid.arrays())
+    cls, class_rmax, class_count, ncell, cell_offset, head, nxt = grid.arrays()
+    counts = np.zeros(pos.shape[0] + 1, dtype=np.int64)
+    examined = _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt,
+                          counts, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), False)
+    start = np.concatenate([[0], np.cumsum(counts[:-1])])
+    pi = np.empty(int(start[-1]), dtype=np.int64)
+    pj = np.empty_like(pi)
+    _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt, start, pi, pj,
+               True)
+    return pi, pj, examined
+
+
+@njit(fastmath=False)
+def fill_grid(pos, box, cls, class_rmax, class_count, ncell, cell_offset, head, nxt):
+    """Insert every sphere into its class's grid."""
+    for i in range(pos.shape[0]):
+        insert(i, pos[i], box, cls, class_count, ncell, cell_offset, head, nxt)
+
+
+@njit(fastmath=False)
+def _pair_pass(pos, radii, box, skin, cls, class_rmax, ncell, cell_offset, head, nxt, slot, pi, pj, write):
+    """For each sphere i, its partners j in classes of its own size or larger: a larger class's
+    pairs are found from the smaller sphere (its reach fits one cell of the larger class's grid);
+    within a class j > i. Counts per i into slot[i] (write False) or writes the pairs from
+    slot[i] on (write True). Returns the number of distances computed."""
+    examined = 0
+    for i in range(pos.shape[0]):
+        a = cls[i]
+        k = slot[i] if write else 0
+        for c in range(a + 1):
+            reach = (radii[i] + class_rmax[c] + skin) * (1.0 + 1e-12)
+            lo0, n0 = _axis_range(pos[i, 0], reach, box[0], ncell[c, 0])
+            lo1, n1 = _axis_range(pos[i, 1], reach, box[1], ncell[c, 1])
+            lo2, n2 = _axis_range(pos[i, 2], reach, box[2], ncell[c, 2])
+            for u in range(n0):
+                k0 = (lo0 + u) % ncell[c, 0]
+                for v in range(n1):
+                    k1 = (lo1 + v) % ncell[c, 1]
+                    for w in range(n2):
+                        k2 = (lo2 + w) % ncell[c, 2]
+                        j = head[cell_offset[c] + k0 + ncell[c, 0] * (k1 + ncell[c, 1] * k2)]
+                        while j >= 0:
+                            if c < a or j > i:
+                                examined += 1
+                                d0 = pos[j, 0] - pos[i, 0]
+                                d1 = pos[j, 1] - pos[i, 1]
+                                d2 = pos[j, 2] - pos[i, 2]
+                                d0 -= box[0] * math.floor(d0 / box[0] + 0.5)
+                                d1 -= box[1] * math.floor(d1 / box[1] + 0.5)
+                                d2 -= box[2] * math.floor(d2 / box[2] + 0.5)
+                                rc = radii[i] + radii[j] + skin
+                                if d0 * d0 + d1 * d1 + d2 * d2 < rc * rc:
+                                    if write:
+                                        pi[k] = i
+                                        pj[k] = j
+                                    k += 1
+                            j = nxt[j]
+        if not write:
+            slot[i] = k
+    return examined
