@@ -37,9 +37,11 @@ def test_pair_set_equals_brute_force(dist, phi, skin, shape):
     for scale in (1.0, 0.8):
         box = L * scale
         p = pos * scale
-        pi, pj, examined = pairs_within(p, r, box, skin)
-        got = {(min(a, b), max(a, b)) for a, b in zip(pi.tolist(), pj.tolist())}
-        assert len(got) == pi.size  # each pair once
-        assert got == brute_force_pairs(p, r, box, skin)
-        assert examined < n * (n - 1) // 2
+        want = brute_force_pairs(p, r, box, skin)
+        for by_size in (True, False):
+            pi, pj, examined = pairs_within(p, r, box, skin, by_size=by_size)
+            got = {(min(a, b), max(a, b)) for a, b in zip(pi.tolist(), pj.tolist())}
+            assert len(got) == pi.size  # each pair once
+            assert got == want
+            assert examined < n * (n - 1) // 2
     assert size_class_of(r).max() >= (1 if dist.size_ratio > 2 else 0)

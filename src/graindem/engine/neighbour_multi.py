@@ -44,13 +44,14 @@ class SizeClasses:
     2 r_max(c) + extra wide.
     """
 
-    def __init__(self, radii, box, extra=0.0):
+    def __init__(self, radii, box, extra=0.0, by_size=True):
         radii = np.asarray(radii, dtype=np.float64)
         box = np.asarray(box, dtype=np.float64)
         self.radii = radii
         self.box = box
         self.extra = float(extra)
-        cls = size_class_of(radii)
+        # by_size=False: one class, one grid sized by the largest sphere (the plain cell list)
+        cls = size_class_of(radii) if by_size else np.zeros(radii.size, dtype=np.int64)
         # renumber the classes present 0, 1, ... in order of decreasing size
         present = np.unique(cls)
         self.cls = np.searchsorted(present, cls).astype(np.int64)
@@ -142,17 +143,18 @@ def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_off
     return False
 
 
-def pairs_within(positions, radii, box, skin=0.0):
+def pairs_within(positions, radii, box, skin=0.0, by_size=True):
     """All pairs (i, j) of spheres in the periodic box `box` (origin 0) whose gap is below `skin`:
     |x_i - x_j| (minimum image) < r_i + r_j + skin. Returns (pi, pj, examined): int64 arrays of the
-    pairs, each once, and the number of candidate spheres whose distance was computed."""
+    pairs, each once, and the number of candidate spheres whose distance was computed.
+    by_size=False searches one grid sized by the largest sphere (for comparison)."""
     positions = np.ascontiguousarray(positions, dtype=np.float64)
     box = np.asarray(box, dtype=np.float64)
     pos = positions - box * np.floor(positions / box)  # into [0, box)
     pos = np.where(pos >= box, 0.0, pos)
-    grid = SizeClasses(radii, box, extra=skin)
+    grid = SizeClasses(radii, box, extra=skin, by_size=by_size)
     fill_grid(pos, box, *grid.arrays())
-    cls, class_rmax, class_count, ncell, cell_offset, head, nxt = grid.arrays()
+    cls, class_rmax, _, ncell, cell_offset, head, nxt = grid.arrays()
     counts = np.zeros(pos.shape[0] + 1, dtype=np.int64)
     examined = _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt,
                           counts, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), False)
