@@ -111,20 +111,9 @@ def read_packing_csv(path, with_materials=False):
     An optional fifth column gives each sphere's material index; with_materials=True also returns
     them (zeros without that column)."""
     import numpy as np
+    from ..io.numeric_csv import read_numeric_csv
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"particles.file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        first = handle.readline()
-    try:
-        [float(v) for v in first.split(",")]
-        skip = 0
-    except ValueError:
-        skip = 1  # a header such as "x,y,z,r"
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
-    except ValueError as exc:
-        raise ValueError(f"particles.file {str(path)!r} is not a CSV of numbers x,y,z,r: {exc}") from None
+    data, skip = read_numeric_csv(path, "particles.file", "x,y,z,r")
     if data.shape[0] == 0 or data.shape[1] not in (4, 5):
         raise ValueError(f"particles.file {str(path)!r} must hold rows of 4 numbers x,y,z,r (and optionally a "
                          f"fifth, the material index); got shape {data.shape}")

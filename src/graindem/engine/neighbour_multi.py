@@ -109,11 +109,23 @@ def _axis_range(x, reach, box, n):
 
 
 @njit(fastmath=False)
+def distance2(pos, j, x, box):
+    """Squared minimum-image distance from x to sphere j: d -= box floor(d / box + 1/2) per axis,
+    summed in the order x, y, z (as numpy sums a 3-vector)."""
+    d0 = pos[j, 0] - x[0]
+    d1 = pos[j, 1] - x[1]
+    d2 = pos[j, 2] - x[2]
+    d0 -= box[0] * math.floor(d0 / box[0] + 0.5)
+    d1 -= box[1] * math.floor(d1 / box[1] + 0.5)
+    d2 -= box[2] * math.floor(d2 / box[2] + 0.5)
+    return d0 * d0 + d1 * d1 + d2 * d2
+
+
+@njit(fastmath=False)
 def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt):
     """True when a sphere of radius r at x overlaps (periodic minimum image) any stored sphere.
 
-    The test is |d| < r + r_j with d reduced to the minimum image by d -= box floor(d / box + 1/2),
-    evaluated in that order so that it rounds as the same test written with numpy does.
+    The test is sqrt(distance2) < r + r_j, which rounds as the same test written with numpy does.
     """
     for c in range(class_rmax.size):
         if class_count[c] == 0:
@@ -131,13 +143,7 @@ def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_off
                     k2 = (lo2 + e) % ncell[c, 2]
                     j = head[cell_offset[c] + k0 + ncell[c, 0] * (k1 + ncell[c, 1] * k2)]
                     while j >= 0:
-                        d0 = pos[j, 0] - x[0]
-                        d1 = pos[j, 1] - x[1]
-                        d2 = pos[j, 2] - x[2]
-                        d0 -= box[0] * math.floor(d0 / box[0] + 0.5)
-                        d1 -= box[1] * math.floor(d1 / box[1] + 0.5)
-                        d2 -= box[2] * math.floor(d2 / box[2] + 0.5)
-                        if math.sqrt(d0 * d0 + d1 * d1 + d2 * d2) < r + radii[j]:
+                        if math.sqrt(distance2(pos, j, x, box)) < r + radii[j]:
                             return True
                         j = nxt[j]
     return False
@@ -198,14 +204,8 @@ def _pair_pass(pos, radii, box, skin, cls, class_rmax, ncell, cell_offset, head,
                         while j >= 0:
                             if c < a or j > i:
                                 examined += 1
-                                d0 = pos[j, 0] - pos[i, 0]
-                                d1 = pos[j, 1] - pos[i, 1]
-                                d2 = pos[j, 2] - pos[i, 2]
-                                d0 -= box[0] * math.floor(d0 / box[0] + 0.5)
-                                d1 -= box[1] * math.floor(d1 / box[1] + 0.5)
-                                d2 -= box[2] * math.floor(d2 / box[2] + 0.5)
                                 rc = radii[i] + radii[j] + skin
-                                if d0 * d0 + d1 * d1 + d2 * d2 < rc * rc:
+                                if distance2(pos, j, pos[i], box) < rc * rc:
                                     if write:
                                         pi[k] = i
                                         pj[k] = j

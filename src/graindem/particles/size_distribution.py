@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from ..io.numeric_csv import read_numeric_csv
+
 MAX_SIZE_RATIO = 10.0
 LOGNORMAL_TRUNCATION = 3.0  # in standard deviations of ln r
 MAX_LOGNORMAL_SIGMA = math.log(MAX_SIZE_RATIO) / (2.0 * LOGNORMAL_TRUNCATION)  # ~0.384
@@ -115,20 +117,7 @@ class Sieve:
     def from_csv(cls, path):
         """Read rows "diameter (m), % passing" (one header line allowed)."""
         path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"particles.sieve_csv {str(path)!r} does not exist")
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline()
-        try:
-            [float(v) for v in first.split(",")]
-            skip = 0
-        except ValueError:
-            skip = 1
-        try:
-            data = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
-        except ValueError as exc:
-            raise ValueError(f"particles.sieve_csv {str(path)!r} is not a CSV of numbers diameter, % passing: "
-                             f"{exc}") from None
+        data, _ = read_numeric_csv(path, "particles.sieve_csv", "diameter, % passing")
         if data.shape[1] != 2:
             raise ValueError(f"particles.sieve_csv {str(path)!r} must hold rows of 2 numbers (diameter in m, "
                              f"% passing); got {data.shape[1]} columns")
