@@ -32,7 +32,7 @@ def test_size_ratio_9_prepares_within_a_bounded_number_of_steps():
     n = 500
     max_steps = 120000
     sim = prepare_packing(n, radius=1.5e-4, radius_spread=0.8, pressure=PRESSURE, E=66.7e9, nu=0.15,
-                          density=DENSITY, mu=0.5, mu_prep=0.0, seed=2, dt_fraction=0.2, max_steps=max_steps)
+                          density=DENSITY, mu=0.5, mu_prep=0.1, seed=2, dt_fraction=0.2, max_steps=max_steps)
     assert sim.step_count <= max_steps
     r = sim.radius
     assert r.max() / r.min() > 8.0
