@@ -6,6 +6,11 @@ compression (the standard way to reach a dense state; mu_prep = 0 gives the dens
 local damping to drain the kinetic energy. When the pressure holds at the target and the assembly
 is at rest, friction is raised to its final value. The result is a `Simulation` ready to use and
 to save (`checkpoint.save`).
+
+The loose gas is placed by random sequential addition through cell grids by size class (linear in
+the number of spheres for size ratios up to 10). For wide size distributions the spheres smaller
+than half the largest one are made heavier while the packing is prepared (preparation_mass_factor),
+so that the time step is not set by the smallest sphere; the true masses are put back at the end.
 """
 
 import math
