@@ -69,11 +69,12 @@ class SizeClasses:
         self.head = np.full(int(self.cell_offset[-1]), -1, dtype=np.int64)
         self.nxt = np.full(radii.size, -1, dtype=np.int64)
         self.class_count = np.zeros(nc, dtype=np.int64)  # spheres inserted so far
+        self.cells = np.empty(int(np.prod(self.ncell, axis=1).max()), dtype=np.int64)  # scratch: cells of a query
         self.n_classes = nc
 
     def arrays(self):
         """The grid arrays in the order the kernels take them."""
-        return self.cls, self.class_rmax, self.class_count, self.ncell, self.cell_offset, self.head, self.nxt
+        return self.cls, self.class_rmax, self.class_count, self.ncell, self.cell_offset, self.head, self.nxt, self.cells
 
 
 @njit(fastmath=False)
@@ -109,6 +110,27 @@ def _axis_range(x, reach, box, n):
 
 
 @njit(fastmath=False)
+def cells_within(x, reach, box, c, ncell, cell_offset, cells):
+    """Write into `cells` the flat indices of the cells of class c within `reach` of x (each once,
+    wrapping periodically); returns how many."""
+    # a relative margin keeps rounding of the cell bounds from losing a partner at the edge
+    reach *= 1.0 + 1e-12
+    lo0, n0 = _axis_range(x[0], reach, box[0], ncell[c, 0])
+    lo1, n1 = _axis_range(x[1], reach, box[1], ncell[c, 1])
+    lo2, n2 = _axis_range(x[2], reach, box[2], ncell[c, 2])
+    m = 0
+    for a in range(n0):
+        k0 = (lo0 + a) % ncell[c, 0]
+        for b in range(n1):
+            k1 = (lo1 + b) % ncell[c, 1]
+            for e in range(n2):
+                k2 = (lo2 + e) % ncell[c, 2]
+                cells[m] = cell_offset[c] + k0 + ncell[c, 0] * (k1 + ncell[c, 1] * k2)
+                m += 1
+    return m
+
+
+@njit(fastmath=False)
 def distance2(pos, j, x, box):
     """Squared minimum-image distance from x to sphere j: d -= box floor(d / box + 1/2) per axis,
     summed in the order x, y, z (as numpy sums a 3-vector)."""
@@ -122,7 +144,7 @@ def distance2(pos, j, x, box):
 
 
 @njit(fastmath=False)
-def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt):
+def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt, cells):
     """True when a sphere of radius r at x overlaps (periodic minimum image) any stored sphere.
 
     The test is sqrt(distance2) < r + r_j, which rounds as the same test written with numpy does.
@@ -130,22 +152,12 @@ def overlaps_any(x, r, pos, radii, box, class_rmax, class_count, ncell, cell_off
     for c in range(class_rmax.size):
         if class_count[c] == 0:
             continue
-        # a relative margin keeps rounding of the cell bounds from losing a partner at the edge
-        reach = (r + class_rmax[c]) * (1.0 + 1e-12)
-        lo0, n0 = _axis_range(x[0], reach, box[0], ncell[c, 0])
-        lo1, n1 = _axis_range(x[1], reach, box[1], ncell[c, 1])
-        lo2, n2 = _axis_range(x[2], reach, box[2], ncell[c, 2])
-        for a in range(n0):
-            k0 = (lo0 + a) % ncell[c, 0]
-            for b in range(n1):
-                k1 = (lo1 + b) % ncell[c, 1]
-                for e in range(n2):
-                    k2 = (lo2 + e) % ncell[c, 2]
-                    j = head[cell_offset[c] + k0 + ncell[c, 0] * (k1 + ncell[c, 1] * k2)]
-                    while j >= 0:
-                        if math.sqrt(distance2(pos, j, x, box)) < r + radii[j]:
-                            return True
-                        j = nxt[j]
+        for q in range(cells_within(x, r + class_rmax[c], box, c, ncell, cell_offset, cells)):
+            j = head[cells[q]]
+            while j >= 0:
+                if math.sqrt(distance2(pos, j, x, box)) < r + radii[j]:
+                    return True
+                j = nxt[j]
     return False
 
 
@@ -160,27 +172,27 @@ def pairs_within(positions, radii, box, skin=0.0, by_size=True):
     pos = np.where(pos >= box, 0.0, pos)
     grid = SizeClasses(radii, box, extra=skin, by_size=by_size)
     fill_grid(pos, box, *grid.arrays())
-    cls, class_rmax, _, ncell, cell_offset, head, nxt = grid.arrays()
+    cls, class_rmax, _, ncell, cell_offset, head, nxt, cells = grid.arrays()
     counts = np.zeros(pos.shape[0] + 1, dtype=np.int64)
-    examined = _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt,
+    examined = _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt, cells,
                           counts, np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), False)
     start = np.concatenate([[0], np.cumsum(counts[:-1])])
     pi = np.empty(int(start[-1]), dtype=np.int64)
     pj = np.empty_like(pi)
-    _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt, start, pi, pj,
-               True)
+    _pair_pass(pos, grid.radii, box, float(skin), cls, class_rmax, ncell, cell_offset, head, nxt, cells, start,
+               pi, pj, True)
     return pi, pj, examined
 
 
 @njit(fastmath=False)
-def fill_grid(pos, box, cls, class_rmax, class_count, ncell, cell_offset, head, nxt):
+def fill_grid(pos, box, cls, class_rmax, class_count, ncell, cell_offset, head, nxt, cells):
     """Insert every sphere into its class's grid."""
     for i in range(pos.shape[0]):
         insert(i, pos[i], box, cls, class_count, ncell, cell_offset, head, nxt)
 
 
 @njit(fastmath=False)
-def _pair_pass(pos, radii, box, skin, cls, class_rmax, ncell, cell_offset, head, nxt, slot, pi, pj, write):
+def _pair_pass(pos, radii, box, skin, cls, class_rmax, ncell, cell_offset, head, nxt, cells, slot, pi, pj, write):
     """For each sphere i, its partners j in classes of its own size or larger: a larger class's
     pairs are found from the smaller sphere (its reach fits one cell of the larger class's grid);
     within a class j > i. Counts per i into slot[i] (write False) or writes the pairs from
@@ -190,27 +202,18 @@ def _pair_pass(pos, radii, box, skin, cls, class_rmax, ncell, cell_offset, head,
         a = cls[i]
         k = slot[i] if write else 0
         for c in range(a + 1):
-            reach = (radii[i] + class_rmax[c] + skin) * (1.0 + 1e-12)
-            lo0, n0 = _axis_range(pos[i, 0], reach, box[0], ncell[c, 0])
-            lo1, n1 = _axis_range(pos[i, 1], reach, box[1], ncell[c, 1])
-            lo2, n2 = _axis_range(pos[i, 2], reach, box[2], ncell[c, 2])
-            for u in range(n0):
-                k0 = (lo0 + u) % ncell[c, 0]
-                for v in range(n1):
-                    k1 = (lo1 + v) % ncell[c, 1]
-                    for w in range(n2):
-                        k2 = (lo2 + w) % ncell[c, 2]
-                        j = head[cell_offset[c] + k0 + ncell[c, 0] * (k1 + ncell[c, 1] * k2)]
-                        while j >= 0:
-                            if c < a or j > i:
-                                examined += 1
-                                rc = radii[i] + radii[j] + skin
-                                if distance2(pos, j, pos[i], box) < rc * rc:
-                                    if write:
-                                        pi[k] = i
-                                        pj[k] = j
-                                    k += 1
-                            j = nxt[j]
+            for q in range(cells_within(pos[i], radii[i] + class_rmax[c] + skin, box, c, ncell, cell_offset, cells)):
+                j = head[cells[q]]
+                while j >= 0:
+                    if c < a or j > i:
+                        examined += 1
+                        rc = radii[i] + radii[j] + skin
+                        if distance2(pos, j, pos[i], box) < rc * rc:
+                            if write:
+                                pi[k] = i
+                                pj[k] = j
+                            k += 1
+                    j = nxt[j]
         if not write:
             slot[i] = k
     return examined

@@ -76,7 +76,7 @@ def _set_rng_state(rng, state):
 
 @njit(fastmath=False)
 def place_spheres(order, k, tried, radii, box, draws, pos, max_attempts, cls, class_rmax, class_count, ncell,
-                  cell_offset, head, nxt):
+                  cell_offset, head, nxt, cells):
     """Place spheres order[k:] one after the other from the trial positions `draws` (fractions of
     box) until they or the draws run out; `tried`: trials already spent on sphere order[k].
     Returns (next k, draws used, trials spent on sphere order[k], failed)."""
@@ -90,7 +90,8 @@ def place_spheres(order, k, tried, radii, box, draws, pos, max_attempts, cls, cl
             x[a] = draws[used, a] * box[a]
         used += 1
         tried += 1
-        if not overlaps_any(x, radii[i], pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt):
+        if not overlaps_any(x, radii[i], pos, radii, box, class_rmax, class_count, ncell, cell_offset, head, nxt,
+                            cells):
             pos[i] = x
             insert(i, x, box, cls, class_count, ncell, cell_offset, head, nxt)
             k += 1
