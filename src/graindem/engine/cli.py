@@ -35,6 +35,7 @@ def _announce(quiet):
 def run_scenario(config, out, steps=None, quiet=False):
     """Run a validated scenario config (io.scenario) into folder `out`; returns the summary dict."""
     from ..io.timeseries import read_timeseries
+    from ..particles.size_distribution import from_particles_config
     from ..scenarios import biaxial as B
     sim_cfg = config["simulation"]
     if sim_cfg["scenario"] != "biaxial":
@@ -68,7 +69,7 @@ def run_scenario(config, out, steps=None, quiet=False):
                                  material=material, mu_prep=load["preparation_mu"], announce=announce,
                                  dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
                                  allow_unstable_dt=sim_cfg["allow_dt_above_critical"], restitution=restitution,
-                                 materials=materials)
+                                 materials=materials, distribution=from_particles_config(part))
     sim.verbose = announce is not None  # dt changes of the adaptive step are announced through sim.message
     if sim_cfg["adaptive_dt"]:
         sim.set_adaptive_dt(True, sim_cfg["adaptive_dt_interval"])
@@ -110,20 +111,9 @@ def read_packing_csv(path, with_materials=False):
     An optional fifth column gives each sphere's material index; with_materials=True also returns
     them (zeros without that column)."""
     import numpy as np
+    from ..io.numeric_csv import read_numeric_csv
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"particles.file {str(path)!r} does not exist")
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        first = handle.readline()
-    try:
-        [float(v) for v in first.split(",")]
-        skip = 0
-    except ValueError:
-        skip = 1  # a header such as "x,y,z,r"
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
-    except ValueError as exc:
-        raise ValueError(f"particles.file {str(path)!r} is not a CSV of numbers x,y,z,r: {exc}") from None
+    data, skip = read_numeric_csv(path, "particles.file", "x,y,z,r")
     if data.shape[0] == 0 or data.shape[1] not in (4, 5):
         raise ValueError(f"particles.file {str(path)!r} must hold rows of 4 numbers x,y,z,r (and optionally a "
                          f"fifth, the material index); got shape {data.shape}")

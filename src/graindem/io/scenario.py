@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..contact.laws import TANGENTIAL_LAWS
+from ..particles.size_distribution import MAX_LOGNORMAL_SIGMA, MAX_UNIFORM_SPREAD, Sieve
 
 __all__ = ["Key", "REQUIRED", "SCHEMA", "EXCLUSIVE", "CHECKS", "load_scenario", "validate_scenario",
            "apply_overrides", "scenario_to_toml", "describe_schema"]
@@ -119,9 +120,14 @@ SCHEMA = {
         "xi": Key(float, 0.0, "Jaeger history merge tolerance (0: exact), in units of mu", "-", ge=0.0, le=1.0),
     },
     "particles": {
-        "n": Key(int, 512, "number of spheres (with radius_mean, radius_spread; or give file)", "-", ge=1, le=10**8),
-        "radius_mean": Key(float, 1e-3, "mean sphere radius", "m", gt=0.0, le=1e3),
-        "radius_spread": Key(float, 0.2, "radii uniform in radius_mean*(1 +- radius_spread)", "-", ge=0.0, lt=1.0),
+        "n": Key(int, 512, "number of spheres (with a size distribution; or give file)", "-", ge=1, le=10**8),
+        "distribution": Key(str, "uniform", "size distribution of the generated spheres (size ratio max/min <= 10)",
+                            choices=("uniform", "lognormal", "sieve")),
+        "radius_mean": Key(float, 1e-3, "uniform: mean sphere radius", "m", gt=0.0, le=1e3),
+        "radius_spread": Key(float, 0.2, "uniform: radii uniform in radius_mean*(1 +- radius_spread); at most 9/11 (size ratio 10)", "-", ge=0.0, le=MAX_UNIFORM_SPREAD),
+        "radius_median": Key(float, None, "lognormal: median radius (by number)", "m", gt=0.0, le=1e3),
+        "sigma": Key(float, None, "lognormal: standard deviation of ln(radius), truncated at +-3 sigma; at most ln(10)/6 (size ratio 10)", "-", gt=0.0, le=MAX_LOGNORMAL_SIGMA),
+        "sieve_csv": Key("path", None, "sieve: CSV of rows 'diameter (m), % passing by mass', from 0 % to 100 % (size ratio <= 10); sampled by number"),
         "file": Key("path", None, "CSV of x,y,z,radius (one sphere per row) instead of n/radius_*"),
         "max_initial_overlap": Key(float, 0.05, "largest overlap at start, as a fraction of the smaller radius", "-", ge=0.0, lt=1.0),
     },
@@ -149,7 +155,7 @@ SCHEMA = {
 
 EXCLUSIVE = [
     ("simulation", (("dt",), ("dt_fraction",))),
-    ("particles", (("file",), ("n", "radius_mean", "radius_spread"))),
+    ("particles", (("file",), ("n", "distribution", "radius_mean", "radius_spread", "radius_median", "sigma", "sieve_csv"))),
     ("loading", (("total_strain",), ("strain_rate",))),
 ]
 # fmt: on
@@ -204,7 +210,31 @@ def _check_materials(config):
                                  f"got {pf[t:t + 2]}")
 
 
-CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials]
+def _check_size_distribution(config):
+    part = config["particles"]
+    dist = part["distribution"]
+    if dist is None:  # particles.file
+        return
+    uses = {"uniform": (), "lognormal": ("radius_median", "sigma"), "sieve": ("sieve_csv",)}
+    for other, keys in uses.items():
+        for key in keys:
+            if other != dist and part[key] is not None:
+                raise ValueError(f"particles.{key} applies to particles.distribution = {other!r}; "
+                                 f"this scenario has {dist!r}")
+    for key in uses[dist]:
+        if part[key] is None:
+            raise ValueError(f"particles.{key} is required with particles.distribution = {dist!r}: "
+                             f"{SCHEMA['particles'][key].doc} ({SCHEMA['particles'][key].allowed()})")
+    if dist != "uniform":
+        for key in ("radius_mean", "radius_spread"):
+            if part[key] != SCHEMA["particles"][key].default:
+                raise ValueError(f"particles.{key} applies to particles.distribution = 'uniform'; "
+                                 f"this scenario has {dist!r}")
+    if dist == "sieve":
+        Sieve.from_csv(part["sieve_csv"])  # its errors name particles.sieve_csv
+
+
+CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution]
 
 
 def _suggest(name, known):

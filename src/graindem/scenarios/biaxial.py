@@ -25,6 +25,7 @@ import numpy as np
 
 from ..engine import checkpoint
 from ..engine.prepare import prepare_packing
+from ..particles.size_distribution import Uniform
 
 QUARTZ = {"E": 2.0 * 29e9 * 1.15, "nu": 0.15, "density": 2650.0, "mu": 0.5}
 RADIUS = 1.5e-4
@@ -39,12 +40,14 @@ SERIES_COLUMNS = ["step", "time", "strain_axial", "strain_lateral", "strain_volu
 
 def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, spread=SPREAD, material=QUARTZ,
                      mu_prep=0.1, announce=None, dt_fraction=0.25, dt=None, allow_unstable_dt=False, restitution=None,
-                     materials=None):
+                     materials=None, distribution=None):
     """The dense packing for a biaxial test, loaded from `cache` (a checkpoint path) when it exists,
     else prepared (isotropic compression, friction mu_prep) and saved there. mu_prep = 0.1 gives solid
     fraction ~0.61 (medium dense, a stress plateau rather than a peak); frictionless compression gives
     ~0.63 and a distinct peak but creeps for long before it settles (docs/history-length.md). materials: further
     materials (engine.prepare.add_materials); `material` is material 0."""
+    if isinstance(distribution, Uniform):  # the radius/spread form and the cache key it has always had
+        radius, spread, distribution = distribution.radius_mean, distribution.spread, None
     if cache is not None and Path(cache).exists():
         sim, extra = checkpoint.load(cache)
         want = {"n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
@@ -52,6 +55,8 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
                 "restitution": restitution}
         if materials:
             want["materials"] = materials
+        if distribution is not None:
+            want["distribution"] = distribution.key()
         if extra and extra.get("packing") == want:
             if announce:
                 announce(f"reusing the prepared packing {cache}")
@@ -60,7 +65,8 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
     sim = prepare_packing(n, radius=radius, radius_spread=spread, pressure=pressure, law="mindlin",
                           E=material["E"], nu=material["nu"], density=material["density"], mu=material["mu"],
                           mu_prep=mu_prep, seed=seed, dt_fraction=dt_fraction, dt=dt,
-                          allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials)
+                          allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials,
+                          distribution=distribution)
     if announce:
         m = sim.measure()
         announce(f"prepared {n} spheres at {pressure:.4g} Pa in {sim.step_count} steps "
@@ -73,6 +79,8 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
                "restitution": restitution}
         if materials:
             key["materials"] = materials
+        if distribution is not None:
+            key["distribution"] = distribution.key()
         checkpoint.save(sim, cache, extra={"packing": key})
     return sim
 
