@@ -242,7 +242,8 @@ def _fill_record(x, phiA, gA, HA, phiB, gB, HB, posA, posB, out):
 
 
 @njit
-def _no_geometry(out):
+def no_geometry(out):
+    """The record of a pair without geometry (flag GEOM_NONE, overlap -inf)."""
     for i in range(N_GEOM):
         out[i] = 0.0
     out[G_N + 2] = 1.0
@@ -332,7 +333,7 @@ def contact_geometry(cA, oA, hA, posA, rotA,
         out[G_FLAG] = GEOM_FALLBACK
         out[G_ITER] = max_iter
         return
-    _no_geometry(out)
+    no_geometry(out)
 
 
 @njit

@@ -79,7 +79,7 @@ def _eccentricity_squared(ratio):
     lo = 1e-6
     if f(lo) >= 0.0:
         return lo * (ratio - 1.0) / max(f(lo) + ratio - 1.0, 1e-300)  # linear in e^2 near the circle
-    return brentq(f, lo, 1.0 - 1e-15, xtol=1e-16, rtol=4e-16, maxiter=200)
+    return brentq(f, lo, 1.0 - 1e-15, xtol=1e-16, rtol=1e-15, maxiter=200)
 
 
 def hertz_elliptic(A, B, E_star, delta):
