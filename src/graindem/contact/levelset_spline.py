@@ -43,16 +43,32 @@ def spline_coefficients(phi_grid, grid_origin, spacing):
 
 @njit(inline="always")
 def _weights(t):
-    """Cubic B-spline weights of the 4 coefficients i-1..i+2 at fraction t, and their 1st and 2nd
-    derivatives in t."""
+    """Cubic B-spline weights of the 4 coefficients i-1..i+2 at fraction t."""
     s = 1.0 - t
     t2 = t * t
     t3 = t2 * t
-    w = ((s * s * s) / 6.0, (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0, (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0,
-         t3 / 6.0)
-    d = (-0.5 * s * s, 1.5 * t2 - 2.0 * t, -1.5 * t2 + t + 0.5, 0.5 * t2)
-    dd = (s, 3.0 * t - 2.0, 1.0 - 3.0 * t, t)
-    return w, d, dd
+    return ((s * s * s) / 6.0, (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0, (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0,
+            t3 / 6.0)
+
+
+@njit(inline="always")
+def _all_weights(t, W, axis):
+    """Weights (W[axis, 0]) and their first (W[axis, 1]) and second (W[axis, 2]) derivatives in t."""
+    s = 1.0 - t
+    t2 = t * t
+    t3 = t2 * t
+    W[axis, 0, 0] = s * s * s / 6.0
+    W[axis, 0, 1] = (3.0 * t3 - 6.0 * t2 + 4.0) / 6.0
+    W[axis, 0, 2] = (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) / 6.0
+    W[axis, 0, 3] = t3 / 6.0
+    W[axis, 1, 0] = -0.5 * s * s
+    W[axis, 1, 1] = 1.5 * t2 - 2.0 * t
+    W[axis, 1, 2] = -1.5 * t2 + t + 0.5
+    W[axis, 1, 3] = 0.5 * t2
+    W[axis, 2, 0] = s
+    W[axis, 2, 1] = 3.0 * t - 2.0
+    W[axis, 2, 2] = 1.0 - 3.0 * t
+    W[axis, 2, 3] = t
 
 
 @njit
@@ -67,9 +83,9 @@ def spline_value(coef, ox, oy, oz, h, px, py, pz):
     i = int(ux)
     j = int(uy)
     k = int(uz)
-    wx, _, _ = _weights(ux - i)
-    wy, _, _ = _weights(uy - j)
-    wz, _, _ = _weights(uz - k)
+    wx = _weights(ux - i)
+    wy = _weights(uy - j)
+    wz = _weights(uz - k)
     v = 0.0
     for a in range(4):
         for b in range(4):
@@ -95,33 +111,42 @@ def spline_eval(coef, ox, oy, oz, h, px, py, pz):
     i = int(ux)
     j = int(uy)
     k = int(uz)
-    wx, dx, ddx = _weights(ux - i)
-    wy, dy, ddy = _weights(uy - j)
-    wz, dz, ddz = _weights(uz - k)
-    v = 0.0
-    gx = gy = gz = 0.0
-    hxx = hyy = hzz = hxy = hxz = hyz = 0.0
+    # weights in an array: numba indexes a small array with a loop variable far faster than a tuple
+    W = np.empty((3, 3, 4))
+    _all_weights(ux - i, W, 0)
+    _all_weights(uy - j, W, 1)
+    _all_weights(uz - k, W, 2)
+    flat = coef.reshape(nx * ny * nz)
+    sy = nz
+    sx = ny * nz
+    base = (i - 1) * sx + (j - 1) * sy + (k - 1)
+    v = gx = gy = gz = hxx = hyy = hzz = hxy = hxz = hyz = 0.0
     for a in range(4):
+        wxa = W[0, 0, a]
+        dxa = W[0, 1, a]
+        ddxa = W[0, 2, a]
         for b in range(4):
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            for c in range(4):
-                q = coef[i - 1 + a, j - 1 + b, k - 1 + c]
-                s0 += wz[c] * q
-                s1 += dz[c] * q
-                s2 += ddz[c] * q
-            wab = wx[a] * wy[b]
+            o = base + a * sx + b * sy
+            q0 = flat[o]
+            q1 = flat[o + 1]
+            q2 = flat[o + 2]
+            q3 = flat[o + 3]
+            s0 = W[2, 0, 0] * q0 + W[2, 0, 1] * q1 + W[2, 0, 2] * q2 + W[2, 0, 3] * q3
+            s1 = W[2, 1, 0] * q0 + W[2, 1, 1] * q1 + W[2, 1, 2] * q2 + W[2, 1, 3] * q3
+            s2 = W[2, 2, 0] * q0 + W[2, 2, 1] * q1 + W[2, 2, 2] * q2 + W[2, 2, 3] * q3
+            wyb = W[1, 0, b]
+            dyb = W[1, 1, b]
+            wab = wxa * wyb
             v += wab * s0
-            gx += dx[a] * wy[b] * s0
-            gy += wx[a] * dy[b] * s0
+            gx += dxa * wyb * s0
+            gy += wxa * dyb * s0
             gz += wab * s1
-            hxx += ddx[a] * wy[b] * s0
-            hyy += wx[a] * ddy[b] * s0
+            hxx += ddxa * wyb * s0
+            hyy += wxa * W[1, 2, b] * s0
             hzz += wab * s2
-            hxy += dx[a] * dy[b] * s0
-            hxz += dx[a] * wy[b] * s1
-            hyz += wx[a] * dy[b] * s1
+            hxy += dxa * dyb * s0
+            hxz += dxa * wyb * s1
+            hyz += wxa * dyb * s1
     inv = 1.0 / h
     inv2 = inv * inv
     return (v, gx * inv, gy * inv, gz * inv, hxx * inv2, hyy * inv2, hzz * inv2, hxy * inv2, hxz * inv2,

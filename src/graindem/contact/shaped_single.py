@@ -113,11 +113,12 @@ class ShapedContact:
     (linear law: N/m at the reference radius), radius_rule ('elliptic' (default), 'gauss', 'mean'),
     curvature_limit (> 0: the effective radius is at most curvature_limit x R_ref, R_ref the
     volume-equivalent R* of the pair), newton_iter (max Newton steps), newton_tol (Newton step
-    tolerance in units of A's grid spacing).
+    tolerance in units of A's grid spacing; the overlap is stationary at the solution, so a point
+    1e-6 h off changes it by ~1e-12 h^2/R and the normal by ~1e-6 h/R).
     """
 
     def __init__(self, body_a, body_b, law="jaeger", E=70e9, nu=0.25, mu=0.5, xi=0.0, kt_linear=0.0,
-                 radius_rule="elliptic", curvature_limit=10.0, newton_iter=30, newton_tol=1e-10):
+                 radius_rule="elliptic", curvature_limit=10.0, newton_iter=30, newton_tol=1e-6):
         if not isinstance(body_a, ShapedBody) or body_a.kind != G.BODY_LEVELSET:
             raise ValueError("body_a must be a ShapedBody.levelset(grain)")
         if not isinstance(body_b, ShapedBody):
