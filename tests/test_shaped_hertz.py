@@ -159,15 +159,17 @@ def test_quick_benchmark_cases_within_tolerance():
     cfg = dict(bench.QUICK)
     cases = {}
     cases.update(bench.curvature_cases((12,)))
+    sphere = LevelSetGrain.sphere(bench.R, spacing=bench.R / 12)
     for law in ("jaeger", "mindlin"):
-        en, et, slips, _ = bench.sphere_errors(law, 12, 60)
+        en, et, slips, _ = bench.sphere_errors(law, 12, 60, grain=sphere)
         assert slips > 10  # the history exercises slip
         cases[f"sphere_{law}_normal"] = {"error": en, "tolerance": 0.01}
         cases[f"sphere_{law}_tangential"] = {"error": et, "tolerance": 0.01}
-    en, et, _, _ = bench.sphere_errors("jaeger", 12, 40, kind_b="plane")
+    en, et, _, _ = bench.sphere_errors("jaeger", 12, 40, kind_b="plane", grain=sphere)
     cases["sphere_plane_normal"] = {"error": en, "tolerance": 0.01}
     cases["sphere_plane_tangential"] = {"error": et, "tolerance": 0.01}
     cfg["deltas"] = (3e-3,)
+    cfg["ratios"] = (4.0,)
     cases.update(bench.ellipsoid_plane_cases(cfg))
     cases.update(bench.objectivity_case())
     for name, c in cases.items():

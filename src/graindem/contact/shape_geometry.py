@@ -305,9 +305,16 @@ def contact_geometry(cA, oA, hA, posA, rotA,
         scale = (abs(m[0, 0]) + abs(m[0, 1]) + abs(m[0, 2])) * (abs(m[1, 0]) + abs(m[1, 1]) + abs(m[1, 2])) * wn
         if not (abs(det) > 1e-12 * scale):
             break
-        dx0 = (b0 * c00 + b1 * (m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2]) + b2 * (m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1])) / det
-        dx1 = (b0 * c01 + b1 * (m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0]) + b2 * (m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2])) / det
-        dx2 = (b0 * c02 + b1 * (m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1]) + b2 * (m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0])) / det
+        # adjugate columns 1 and 2 (column 0 is c00, c01, c02)
+        c10 = m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2]
+        c11 = m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0]
+        c12 = m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1]
+        c20 = m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1]
+        c21 = m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2]
+        c22 = m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
+        dx0 = (b0 * c00 + b1 * c10 + b2 * c20) / det
+        dx1 = (b0 * c01 + b1 * c11 + b2 * c21) / det
+        dx2 = (b0 * c02 + b1 * c12 + b2 * c22) / det
         step = math.sqrt(dx0 * dx0 + dx1 * dx1 + dx2 * dx2)
         if not math.isfinite(step):
             break
