@@ -176,3 +176,18 @@ def test_quick_benchmark_cases_within_tolerance():
         assert c["error"] <= c["tolerance"], (name, c)
     # the Gaussian radius alone misses the 3 % band at principal-radius ratio 4 (why the elliptic rule)
     assert abs(cases["ellipsoid_plane_ratio4"]["rules_signed_error"]["gauss"]) > 0.03
+
+
+def test_flat_face_on_plane_is_flagged_and_bounded():
+    # a cube face on a plane: no curvature (the Newton system is singular or nearly so: the point
+    # on the face is arbitrary, from the deepest node or wherever Newton stops); the overlap is still
+    # the face's, and the radius is bounded by curvature_limit x R_ref and flagged. (At h = 1/6 the
+    # edge rounding, 1.8 cells, leaves the spline 2e-4 off on the face: features need ~3 cells.)
+    g = LevelSetGrain.rounded_cuboid(1.0, 1.0, 1.0, radius=0.3, spacing=1 / 12)
+    sc = ShapedContact(ShapedBody.levelset(g), ShapedBody.plane(), curvature_limit=10.0)
+    # the wall's body z axis (its normal into the domain) is +z: solid below z = -1 + 1e-3
+    N, T = sc.step(np.zeros(3), np.eye(3), np.array([0.0, 0.0, -1.0 + 1e-3]), np.eye(3))
+    assert sc.flag in ("fallback", "newton")
+    assert sc.limited and sc.R == pytest.approx(10.0 * sc.r_ref)
+    assert math.isfinite(N) and N > 0 and np.all(np.isfinite(T))
+    assert sc.delta == pytest.approx(1e-3, abs=2e-5)
