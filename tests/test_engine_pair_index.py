@@ -3,7 +3,7 @@
 Checked here: a schema-1 checkpoint with int64 pi, pj loads with int32 indices and
 continues bit for bit as the uninterrupted run does (reference: the same run never checkpointed);
 and a particle count or pair capacity beyond what PAIR_INDEX can number is refused with a
-ValueError before any work (the limit is patched down to a small number, so the refusal is
+ValueError before any work (the limit, which Simulation reads, is patched down to a small number, so the refusal is
 exercised without allocating 2^31 rows).
 """
 
@@ -12,6 +12,7 @@ import pytest
 
 from graindem.core.layout import ICTL_NPAIRS, ICTL_NREBUILDS, PAIR_INDEX
 from graindem.engine import prepare
+from graindem.engine import simulation as simulation_module
 from graindem.engine.simulation import Simulation
 
 STATE = ("pos", "vel", "omega", "quat", "force", "torque", "pfs", "pist", "pcq", "acc", "cell")
@@ -56,7 +57,7 @@ def test_int64_checkpoint_loads_as_int32_and_continues_bit_for_bit():
 
 
 def test_particle_count_beyond_pair_index_is_refused(monkeypatch):
-    monkeypatch.setattr(K, "PAIR_INDEX_MAX", 50)
+    monkeypatch.setattr(simulation_module, "PAIR_INDEX_MAX", 50)
     rng = np.random.default_rng(1)
     r = np.full(60, 1e-4)
     sim = Simulation(law="mindlin")
@@ -75,7 +76,7 @@ def test_pair_capacity_beyond_pair_index_is_refused(monkeypatch):
     # a limit below the rows the compressed list needs, above those of the loose gas and the particle count
     limit = (rows_loose + rows) // 2
     assert max(rows_loose, reference.n) < limit < rows
-    monkeypatch.setattr(K, "PAIR_INDEX_MAX", limit)
+    monkeypatch.setattr(simulation_module, "PAIR_INDEX_MAX", limit)
     with pytest.raises(ValueError, match="checkpoint has"):
         Simulation.from_state(arrays, meta)
     sim = _compressed_gas()
