@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from graindem.contact.levelset_contact import query_points
-from graindem.engine.levelset import LevelSetSimulation
+from graindem.bodies.levelset import GC_NCP, GC_NPAIRS
+from graindem.engine import Simulation
 from graindem.particles import LevelSetGrain
 
 FULL = dict(queries=2_000_000, grains=(8, 64, 216, 512), nodes=(100, 300, 1000, 3000), node_grains=64,
@@ -70,12 +71,12 @@ def bench_queries(cfg, rng):
 def lattice_sim(template, n_side):
     a = np.array(AXES)
     step = 2 * a - 0.02 * a
-    sim = LevelSetSimulation(dt=1e-3, law="area", stiffness=1e3, mu=0.5, damping_ratio=0.1)
-    for i in range(n_side):
-        for j in range(n_side):
-            for k in range(n_side):
-                sim.add_grain(template, np.array([i, j, k]) * step)
-    sim.ensure_built()
+    sim = Simulation(mu=0.5, density=1.0, dt=1e-3, allow_unstable_dt=True)
+    sim.set_box(-2 * a, (n_side + 1) * step)
+    sim.set_grain_contact(1e3, law="area", damping_ratio=0.1)
+    grid = np.stack(np.meshgrid(*[np.arange(n_side)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    sim.add_grains(template, grid * step)
+    sim.setup()
     return sim
 
 
@@ -84,12 +85,12 @@ def bench_steps(template, n_grains, cfg):
     sim = lattice_sim(template, n_side)
     sim.run(2)  # compile / warm up
     t = median_time(lambda: sim.run(cfg["steps"]), cfg["rounds"])
-    n_pairs = int(sim.counters[1])
+    n_pairs = int(sim.grains.gctl[GC_NPAIRS])
     return {
         "grains": n_side**3,
         "nodes_per_grain": template.n_nodes,
         "candidate_pairs": n_pairs,
-        "contact_nodes": int(sim.counters[0]),
+        "contact_nodes": int(sim.grains.gctl[GC_NCP]),
         "steps_per_s": cfg["steps"] / t,
         "grain_steps_per_s": cfg["steps"] * n_side**3 / t,
         "node_queries_per_step_upper": 2 * n_pairs * template.n_nodes,
@@ -98,23 +99,26 @@ def bench_steps(template, n_grains, cfg):
 
 
 def memory_per_grain(template):
-    sim = lattice_sim(template, 2)
-    G = len(sim.pos)
-    per_grain = sum(getattr(sim, name).nbytes for name in (
-        "tmpl", "pos", "vel", "quat", "rot", "angmom", "omega", "mass", "inertia", "kind", "radius", "force",
+    g = lattice_sim(template, 2).grains
+    G = g.n
+    per_grain = sum(getattr(g, name).nbytes for name in (
+        "tmpl", "pos", "vel", "quat", "rot", "angmom", "omega", "mass", "inertia", "motion", "radius", "force",
         "torque", "hist_off")) / G
-    history = (sim.shear.nbytes + sim.partner.nbytes + sim.last_step.nbytes) / G
+    history = (g.shear.nbytes + g.partner.nbytes + g.last_step.nbytes) / G
     return {"state_bytes": per_grain, "history_bytes": history, "history_bytes_per_node": history / template.n_nodes,
             "template_bytes": template.memory_bytes(), "grid_points": int(np.prod(template.grid_shape)),
             "nodes": template.n_nodes}
 
 
 def sphere_plane_force(grain, law, delta=0.1):
-    sim = LevelSetSimulation(dt=1.0, law=law, stiffness=1.0)
-    sim.add_grain(grain, (0, 0, 1.0 - delta), quaternion=(0.3, 0.2, 0.5, 0.1))
+    sim = Simulation(density=1.0, dt=1.0, allow_unstable_dt=True)
+    sim.set_box((-3, -3, -3), (3, 3, 3))
+    sim.set_grain_contact(1.0, law=law)
+    q = np.array([0.3, 0.2, 0.5, 0.1])
+    sim.add_grains(grain, [(0, 0, 1.0 - delta)], orientations=q / np.linalg.norm(q))
     sim.add_wall((0, 0, 0), (0, 0, 1))
-    sim.ensure_built()
-    return float(sim.force[0, 2] / (np.pi * delta**2))
+    sim.setup()
+    return float(sim.grains.force[0, 2] / (np.pi * delta**2))
 
 
 def convergence(cfg):

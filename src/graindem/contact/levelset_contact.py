@@ -59,10 +59,13 @@ def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
 
 
 @njit
-def collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
-                      t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
-                      sc_x, sc_g, sc_delta, sc_k, n_sc):
-    """Append the nodes of grain o that penetrate grain p to the scratch arrays; returns the new count."""
+def collect_nodes_in(o, p, ex, ey, ez, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
+                     t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
+                     sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
+    """Append the nodes of grain o that penetrate grain p to the scratch arrays; returns the new count.
+
+    (ex, ey, ez): the centre of p (the image that touches o, in a periodic cell) minus the centre of o;
+    it is stored with each node (sc_e) so that apply_scratch takes p's lever arms from that image."""
     to = tmpl[o]
     tp = tmpl[p]
     reach = t_radius[tp] + 2.0 * t_h[tp]
@@ -73,9 +76,6 @@ def collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_
     off = t_phi_off[tp]
     # the node loop works in o's body frame: cull by distance to p's centre there, then map each
     # surviving node into p's frame with one matrix M = R_p^T R_o and offset t = R_p^T (x_o - x_p)
-    ex = pos[p, 0] - pos[o, 0]
-    ey = pos[p, 1] - pos[o, 1]
-    ez = pos[p, 2] - pos[o, 2]
     cx = rot[o, 0, 0] * ex + rot[o, 1, 0] * ey + rot[o, 2, 0] * ez
     cy = rot[o, 0, 1] * ex + rot[o, 1, 1] * ey + rot[o, 2, 1] * ez
     cz = rot[o, 0, 2] * ex + rot[o, 1, 2] * ey + rot[o, 2, 2] * ez
@@ -121,6 +121,9 @@ def collect_nodes_in(o, p, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_
         sc_g[s, 1] = rot[p, 1, 0] * gx + rot[p, 1, 1] * gy + rot[p, 1, 2] * gz
         sc_g[s, 2] = rot[p, 2, 0] * gx + rot[p, 2, 1] * gy + rot[p, 2, 2] * gz
         sc_delta[s] = -val
+        sc_e[s, 0] = ex
+        sc_e[s, 1] = ey
+        sc_e[s, 2] = ez
         if law == LAW_AREA:
             sc_k[s] = weight * k_normal * t_areas[a]
         else:
@@ -165,9 +168,9 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_
 
 
 @njit
-def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, m_eff, zeta, kt_ratio, mu,
-                   dt, step, pos, vel, omega, force, torque, shear, partner, last_step, wall_normal, cp_x,
-                   cp_f, n_cp, energy):
+def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
+                  mu, dt, step, pos, vel, omega, force, torque, shear, partner, last_step, wall_normal, cp_x,
+                  cp_f, n_cp, energy):
     """Forces of the penetrating nodes in the scratch arrays (one grain pair or one grain-wall pair).
 
     sc_other >= 0 is a grain, <= -2 encodes wall -2 - w (its normal replaces the level-set gradient).
@@ -201,9 +204,9 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
         q1 = 0.0
         q2 = 0.0
         if p >= 0:
-            q0 = x0 - pos[p, 0]
-            q1 = x1 - pos[p, 1]
-            q2 = x2 - pos[p, 2]
+            q0 = r0 - sc_e[s, 0]
+            q1 = r1 - sc_e[s, 1]
+            q2 = r2 - sc_e[s, 2]
             v0 -= vel[p, 0] + omega[p, 1] * q2 - omega[p, 2] * q1
             v1 -= vel[p, 1] + omega[p, 2] * q0 - omega[p, 0] * q2
             v2 -= vel[p, 2] + omega[p, 0] * q1 - omega[p, 1] * q0

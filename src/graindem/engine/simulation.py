@@ -22,6 +22,8 @@ import numpy as np
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
+from ..bodies.levelset import GC_STEP, MOTION_DYNAMIC, MOTIONS, LevelSetBodies, node_contact_time_step
+from ..contact.levelset_contact import LAWS as LEVELSET_LAWS
 from ..contact.store import HistoryStore, BYTES_PER_POINT
 from ..core.cell import CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, N_CELL, minimum_image
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_VISC_WORK, ACC_WALL,
@@ -153,6 +155,10 @@ class Simulation:
         self.shear = np.zeros(3)  # prescribed velocity gradients L_xy, L_xz, L_yz (control_shear)
         self.ready = False
         self.timing = {"run_s": 0.0, "steps": 0}
+        self._grain_templates = []
+        self._grain_batches = []
+        self.grain_contact = None
+        self.grains = None
 
     # ---------------------------------------------------------------- building
     def set_box(self, lo, hi, periodic=(False, False, False)):
@@ -311,6 +317,160 @@ class Simulation:
         self._radii.append(r)
         self._vel.append(v.copy())
         self._omega.append(w.copy())
+
+    def add_grains(self, template, positions, orientations=None, velocities=None, angular_velocities=None,
+                   material=0, motion="dynamic"):
+        """Add rigid level-set grains, each a copy of `template` (particles.LevelSetGrain; its grid and
+        nodes are stored once however many grains use it) at `positions` (m, 3), with unit quaternions
+        `orientations` (m, 4; default identity), velocities and angular velocities (world axes), the
+        density of `material`; motion "dynamic", "fixed" or "kinematic" (moves as prescribed).
+        Returns the grains' indices in `grains` (the order they were added)."""
+        self._check_not_ready()
+        pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+        m = len(pos)
+        if m == 0 or not np.all(np.isfinite(pos)):
+            raise ValueError("positions must be a non-empty (m, 3) array of finite numbers")
+        if motion not in MOTIONS:
+            raise ValueError(f"motion must be one of {sorted(MOTIONS)}, got {motion!r}")
+        self._check_material_index(material)
+
+        def rows(value, width, name, default):
+            if value is None:
+                a = np.tile(np.asarray(default, dtype=np.float64), (m, 1))
+            else:
+                a = np.asarray(value, dtype=np.float64)
+                a = np.tile(a, (m, 1)) if a.shape == (width,) else a.reshape(-1, width)
+            if a.shape != (m, width) or not np.all(np.isfinite(a)):
+                raise ValueError(f"{name} must be {width} finite numbers or an ({m}, {width}) array")
+            return a
+
+        q = rows(orientations, 4, "orientations", (1.0, 0.0, 0.0, 0.0))
+        norm = np.linalg.norm(q, axis=1)
+        if np.any(norm == 0.0):
+            raise ValueError("orientations must be non-zero quaternions")
+        for k, t in enumerate(self._grain_templates):
+            if t is template:
+                index = k
+                break
+        else:
+            index = len(self._grain_templates)
+            self._grain_templates.append(template)
+        first = sum(len(b["pos"]) for b in self._grain_batches)
+        self._grain_batches.append({"template": index, "pos": pos, "quat": q / norm[:, None],
+                                    "vel": rows(velocities, 3, "velocities", (0.0, 0.0, 0.0)),
+                                    "omega": rows(angular_velocities, 3, "angular_velocities", (0.0, 0.0, 0.0)),
+                                    "material": int(material), "motion": MOTIONS[motion]})
+        return np.arange(first, first + m)
+
+    def set_grain_contact(self, stiffness, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both"):
+        """The node-to-level-set contact of the level-set grains (contact.levelset_contact): law "area"
+        (stiffness k_s per unit area, Pa/m) or "node" (k_n per node, N/m); tangential/normal node
+        stiffness kt_ratio in (0, 10]; damping_ratio in [0, 1] of each contact as a linear oscillator;
+        contact "both" (each grain's nodes in the other's level set, half weight each) or "one". The
+        friction coefficient is the material pair's (pair_record)."""
+        if law not in LEVELSET_LAWS:
+            raise ValueError(f"law must be one of {sorted(LEVELSET_LAWS)}, got {law!r}")
+        k = _pos_finite("stiffness", stiffness)
+        kt_ratio = float(kt_ratio)
+        if not math.isfinite(kt_ratio) or not (0 < kt_ratio <= 10):
+            raise ValueError(f"kt_ratio must lie in (0, 10], got {kt_ratio!r}")
+        zeta = float(damping_ratio)
+        if not math.isfinite(zeta) or not (0 <= zeta <= 1):
+            raise ValueError(f"damping_ratio must lie in [0, 1], got {damping_ratio!r}")
+        if contact not in ("both", "one"):
+            raise ValueError(f"contact must be 'both' or 'one', got {contact!r}")
+        self.grain_contact = {"law": law, "law_code": LEVELSET_LAWS[law], "stiffness": k, "kt_ratio": kt_ratio,
+                              "damping_ratio": zeta, "contact": contact, "mu": self.mu}
+
+    def _setup_grains(self):
+        """setup() of a run of level-set grains (no spheres)."""
+        if self.grain_contact is None:
+            raise ValueError("level-set grains need their contact: call set_grain_contact first")
+        if not self._box_set:
+            raise ValueError("no domain: call set_box first")
+        mats = sorted({b["material"] for b in self._grain_batches})
+        mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
+        if len(mus) > 1:
+            raise ValueError("level-set grains whose material pairs differ in friction are not supported yet")
+        self.grain_contact["mu"] = mus.pop()
+        self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials)
+        g = self.grains
+        rmax = float(g.radius.max())
+        self.skin = self.skin if self.skin is not None else 0.2 * rmax
+        self._new_cell(2.0 * rmax + self.skin)
+        self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        self.ctl = np.zeros(N_CTL)
+        self.ctl[CTL_G:CTL_G + 3] = self.gravity
+        self.ctl[CTL_SKIN] = self.skin
+        self.ictl = np.zeros(N_ICTL, dtype=np.int64)
+        self.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3] = self.periodic
+        self.n = 0
+        self.dt_crit = self._grain_critical_time_step()
+        dt = self._time_step()
+        self.ctl[CTL_DT] = dt
+        g.forces(dt, self.gravity, self.cell, self.periodic, self.walls, self.grain_contact, self.skin)
+        self.ready = True
+        self.message(f"graindem: {g.n} level-set grains of {len(set(g.tmpl.tolist()))} template(s), law "
+                     f"{self.grain_contact['law']}, dt = {dt:.4g} s, dt_crit = {self.dt_crit:.4g} s, "
+                     f"dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    def _new_cell(self, cutoff):
+        """The cell record of the box (checked against the neighbour cutoff); returns its lengths."""
+        L = self.box_hi - self.box_lo
+        for k in range(3):
+            if self.periodic[k] and L[k] <= 2.0 * cutoff:
+                raise ValueError(f"periodic box length along axis {k} ({L[k]:.4g} m) must exceed twice the "
+                                 f"neighbour cutoff 2*(2 r_max + skin) = {2 * cutoff:.4g} m")
+        self.cell = np.zeros(N_CELL)
+        self.cell[CELL_LO:CELL_LO + 3] = self.box_lo
+        self.cell[CELL_L:CELL_L + 3] = L
+        self.cell[CELL_LBUILD:CELL_LBUILD + 3] = L
+        self.L0 = L.copy()
+        return L
+
+    def _time_step(self):
+        """The requested dt, or dt_fraction * dt_crit; a dt above dt_crit is refused unless allowed."""
+        if self.dt_requested is None:
+            return self.dt_fraction * self.dt_crit
+        dt = self.dt_requested
+        if dt > self.dt_crit and not self.allow_unstable_dt:
+            raise ValueError(f"dt = {dt:.4g} s exceeds the critical time step {self.dt_crit:.4g} s "
+                             f"(dt/dt_crit = {dt / self.dt_crit:.3g}); lower dt or pass allow_unstable_dt=True")
+        return dt
+
+    def _grain_critical_time_step(self):
+        """2 sqrt(m / K) of the stiffest node contact the lightest grain can have: every node of its
+        template in contact (area law: K = k_s times its surface area; node law: k_n per node), with
+        half its mass (two such grains) -- a bound, so dt below it is stable for any patch."""
+        g = self.grains
+        c = self.grain_contact
+        dyn = g.motion == MOTION_DYNAMIC
+        if not np.any(dyn):
+            return math.inf
+        worst = math.inf
+        for t in np.unique(g.tmpl[dyn]):
+            a, b = g.t_node_off[t], g.t_node_off[t + 1]
+            K = c["stiffness"] * (float(g.t_areas[a:b].sum()) if c["law"] == "area" else float(b - a))
+            m = float(g.mass[dyn & (g.tmpl == t)].min())
+            worst = min(worst, 2.0 * node_contact_time_step(0.5 * m, K))
+        return worst
+
+    def _run_grains(self, steps, callback, every, phase):
+        import time
+        t0 = time.perf_counter()
+        done = 0
+        while done < steps:
+            chunk = steps - done
+            if every is not None:
+                chunk = min(chunk, every - (self.step_count - phase) % every)
+            self.grains.run(chunk, self.dt, self.gravity, self.cell, self.periodic, self.walls, self.grain_contact,
+                            self.skin)
+            done += chunk
+            self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
+            if callback is not None and every is not None and (self.step_count - phase) % every == 0:
+                callback(self)
+        self.timing["run_s"] += time.perf_counter() - t0
+        self.timing["steps"] += steps
 
     def set_wall_velocity(self, wall, velocity):
         """Move wall `wall` at `velocity` (m/s) from now on (rigid translation)."""
@@ -534,6 +694,10 @@ class Simulation:
         """Allocate the state, validate the assembly and the time step, build the neighbour list."""
         if self.ready:
             return
+        if self._grain_batches:
+            if self._positions:
+                raise ValueError("spheres and level-set grains in one run are not supported yet")
+            return self._setup_grains()
         if not self._positions:
             raise ValueError("no particles: call add_particles first")
         if not self._box_set:
@@ -561,18 +725,8 @@ class Simulation:
         rmax = float(r.max())
         skin = self.skin if self.skin is not None else 0.2 * rmax
         self.skin = skin
-        L = self.box_hi - self.box_lo
-        cutoff = 2.0 * rmax + skin
-        for k in range(3):
-            if self.periodic[k] and L[k] <= 2.0 * cutoff:
-                raise ValueError(f"periodic box length along axis {k} ({L[k]:.4g} m) must exceed twice the "
-                                 f"neighbour cutoff 2*(2 r_max + skin) = {2 * cutoff:.4g} m")
+        self._new_cell(2.0 * rmax + skin)
         self._check_shear_heights()
-        self.cell = np.zeros(N_CELL)
-        self.cell[CELL_LO:CELL_LO + 3] = self.box_lo
-        self.cell[CELL_L:CELL_L + 3] = L
-        self.cell[CELL_LBUILD:CELL_LBUILD + 3] = L
-        self.L0 = L.copy()
         self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
         nw = self.walls.shape[0]
         self.ctl = np.zeros(N_CTL)
@@ -610,13 +764,7 @@ class Simulation:
         self._rebuild()
         self._check_initial_overlaps()
         self.dt_crit = self.critical_time_step()
-        if self.dt_requested is None:
-            dt = self.dt_fraction * self.dt_crit
-        else:
-            dt = self.dt_requested
-            if dt > self.dt_crit and not self.allow_unstable_dt:
-                raise ValueError(f"dt = {dt:.4g} s exceeds the critical time step {self.dt_crit:.4g} s "
-                                 f"(dt/dt_crit = {dt / self.dt_crit:.3g}); lower dt or pass allow_unstable_dt=True")
+        dt = self._time_step()
         self.ctl[CTL_DT] = dt
         self.ready = True
         self.message(f"graindem: {n} spheres, law {self.law_name}, dt = {dt:.4g} s, "
@@ -735,6 +883,8 @@ class Simulation:
             every = int(every)
             if every < 1:
                 raise ValueError(f"every must be >= 1, got {every}")
+        if self.grains is not None:
+            return self._run_grains(steps, callback, every, phase)
         done = 0
         t0 = time.perf_counter()
         while done < steps:
@@ -944,6 +1094,8 @@ class Simulation:
     def state_dict(self):
         """Every array that influences the next step, plus the settings (copies)."""
         self.setup()
+        if self.grains is not None:
+            return self._grain_state_dict()
         d = {name: np.array(getattr(self, name)) for name in self.ARRAYS}
         for name, a in self.store.state_arrays().items():
             d["store_" + name] = np.array(a)
@@ -961,10 +1113,42 @@ class Simulation:
                 "wall_rows": "candidates"}
         return d, meta
 
+    GRAIN_ARRAYS = ("cell", "ctl", "ictl", "walls", "L0", "materials", "mu_pair")
+
+    def _grain_state_dict(self):
+        d = {name: np.array(getattr(self, name)) for name in self.GRAIN_ARRAYS}
+        d.update(self.grains.state_arrays())
+        meta = {"schema_version": SCHEMA_VERSION, "bodies": "levelset", "law": self.law_name, "E": self.E,
+                "nu": self.nu, "mu": self.mu, "density": self.density, "skin": self.skin,
+                "periodic": [bool(p) for p in self.periodic], "box_lo": self.box_lo.tolist(),
+                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit, "grain_contact": dict(self.grain_contact)}
+        return d, meta
+
+    @classmethod
+    def _grains_from_state(cls, arrays, meta, verbose):
+        sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
+                  verbose=verbose)
+        for name in cls.GRAIN_ARRAYS:
+            setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
+        sim.grains = LevelSetBodies.from_state(arrays)
+        sim.grain_contact = dict(meta["grain_contact"])
+        sim.periodic = np.array(meta["periodic"], dtype=bool)
+        sim.box_lo = np.array(meta["box_lo"])
+        sim.box_hi = np.array(meta["box_hi"])
+        sim._box_set = True
+        sim.skin = meta["skin"]
+        sim.dt_crit = meta["dt_crit"]
+        sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
+        sim.n = 0
+        sim.ready = True
+        return sim
+
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        if meta.get("bodies") == "levelset":
+            return cls._grains_from_state(arrays, meta, verbose)
         sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
                   xi=meta["xi"], kt_linear=meta["kt_linear"], restitution=meta["restitution"],
                   local_damping=meta["local_damping"], diverge_overlap=meta["diverge_overlap"], verbose=verbose)

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine.levelset import LevelSetSimulation
+from ..bodies.levelset import GC_NCP
+from ..engine import Simulation
 from ..core.rotations import random_quaternions
 from ..particles import LevelSetGrain
 
@@ -75,8 +76,9 @@ def run_pile(n_grains=200, *, size=1e-3, density=2500.0, mu=0.5, damping_ratio=0
     K = 2 * math.pi * ks * size * d_impact  # contact stiffness at the deepest expected penetration
     dt_crit = math.sqrt(m / K)
     dt = 0.1 * dt_crit
-    sim = LevelSetSimulation(dt=dt, law="area", stiffness=ks, mu=mu, damping_ratio=damping_ratio,
-                             gravity=(0, 0, -g0))
+    sim = Simulation(mu=mu, density=density, gravity=(0, 0, -g0), dt=dt, allow_unstable_dt=True)
+    sim.set_box((0, 0, 0), (box, box, box * max(2, n_layers + 1)))
+    sim.set_grain_contact(ks, law="area", damping_ratio=damping_ratio)
     sim.add_wall((0, 0, 0), (0, 0, 1))
     sim.add_wall((0, 0, 0), (1, 0, 0))
     sim.add_wall((box, 0, 0), (-1, 0, 0))
@@ -88,9 +90,10 @@ def run_pile(n_grains=200, *, size=1e-3, density=2500.0, mu=0.5, damping_ratio=0
         i, j = divmod(rest, n_side)
         pos = np.array([(i + 0.5) * pitch, (j + 0.5) * pitch, (layer + 0.6) * pitch])
         pos[:2] += rng.uniform(-0.05, 0.05, 2) * pitch
-        sim.add_grain(templates[n % len(templates)], pos, quaternion=quats[n],
-                      velocity=rng.normal(scale=0.05, size=3) * math.sqrt(g0 * size), density=density)
-    sim.ensure_built()
+        sim.add_grains(templates[n % len(templates)], [pos], orientations=quats[n],
+                       velocities=rng.normal(scale=0.05, size=3) * math.sqrt(g0 * size))
+    sim.setup()
+    g = sim.grains
     e_settle = settle_energy * m * g0 * 2 * size * n_grains
     if not quiet:
         print(f"pile: {n_grains} grains, {len(templates)} shape(s), {templates[0].n_nodes} nodes/grain, box "
@@ -104,21 +107,21 @@ def run_pile(n_grains=200, *, size=1e-3, density=2500.0, mu=0.5, damping_ratio=0
     history = []
     while sim.time < max_time:
         sim.run(block)
-        ke = sim.kinetic_energy()
-        history.append((sim.time, ke, int(sim.counters[0])))
+        ke = g.kinetic_energy()
+        history.append((sim.time, ke, int(g.gctl[GC_NCP])))
         if out is not None and vtk_every and sim.step_count % vtk_every == 0:
-            sim.write_vtk(str(out / f"pile_{frames:05d}"))
+            g.write_vtk(str(out / f"pile_{frames:05d}"))
             frames += 1
         if not quiet and sim.step_count % report_every == 0:
             el = time.perf_counter() - t0
-            print(f"  t = {sim.time:.4g} s  KE = {ke:.3g} J  contact nodes = {sim.counters[0]}  "
+            print(f"  t = {sim.time:.4g} s  KE = {ke:.3g} J  contact nodes = {g.gctl[GC_NCP]}  "
                   f"{sim.step_count / el:.0f} steps/s", flush=True)
-        net = float((np.linalg.norm(sim.force, axis=1) / (sim.mass * g0)).max())
+        net = float((np.linalg.norm(g.force, axis=1) / (g.mass * g0)).max())
         if ke < e_settle and net < equilibrium_tol and sim.time > 0.05 * max_time:
             break
     wall = time.perf_counter() - t0
-    top = (sim.pos[:, 2]).max() + r_max
-    heights = sim.pos[:, 2]
+    top = (g.pos[:, 2]).max() + r_max
+    heights = g.pos[:, 2]
     solid = n_grains * vol
     bulk = box * box * (np.percentile(heights, 90) + 0.5 * r_max)
     summary = {
@@ -131,10 +134,10 @@ def run_pile(n_grains=200, *, size=1e-3, density=2500.0, mu=0.5, damping_ratio=0
         "max_net_force_over_weight": net,
         # grain volume over the box up to the 90th percentile of the centre heights (+ half a grain)
         "packing_fraction_estimate": float(solid / bulk),
-        "all_inside_box": bool(np.all((sim.pos[:, :2] > 0) & (sim.pos[:, :2] < box)) and np.all(sim.pos[:, 2] > 0)),
+        "all_inside_box": bool(np.all((g.pos[:, :2] > 0) & (g.pos[:, :2] < box)) and np.all(g.pos[:, 2] > 0)),
     }
     if out is not None:
-        sim.write_vtk(str(out / "pile_final"))
+        g.write_vtk(str(out / "pile_final"))
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
         np.savetxt(out / "energy.csv", np.array(history), delimiter=",", header="time,kinetic_energy,contact_nodes",
                    comments="")
