@@ -13,6 +13,9 @@ kernels).
 Convergence (not a speed figure, reported for the README): sphere (R = 1) on a plane at overlap 0.1 R,
 force / (pi k R delta^2) (the exact continuum value of the area law) for both laws, refining the grid
 (nodes ~ area/h^2) and refining the nodes at a fixed grid.
+YADE: the same lattice of n_side^3 grains (216 full, 27 quick) in YADE's level-set DEM, one thread
+(benchmarks/yade_levelset.py, which says how the two scenes correspond), under "yade"; null with the
+reason under "yade_reason" when the `yade` executable is not installed (Debian package `yade`).
 Memory per grain: the per-grain arrays of the engine (pose, velocities, forces, inertia, ...) plus the
 per-node shear history (40 B per node), and the template (grid + nodes), which grains of one shape share.
 """
@@ -32,6 +35,7 @@ from graindem.contact.levelset_contact import query_points
 from graindem.bodies.levelset import GC_NCP, GC_NPAIRS
 from graindem.engine import Simulation
 from graindem.particles import LevelSetGrain
+from yade_levelset import FULL as YADE_FULL, QUICK as YADE_QUICK, yade_steps_per_s
 
 FULL = dict(queries=2_000_000, grains=(8, 64, 216, 512), nodes=(100, 300, 1000, 3000), node_grains=64,
             steps=100, rounds=5, spacing=0.1, conv_spacings=(1 / 6, 1 / 9, 1 / 12, 1 / 18, 1 / 24),
@@ -155,6 +159,18 @@ def main(argv=None):
         result["steps_vs_grains"].append(r)
         print(f"grains {r['grains']:5d}  nodes {r['nodes_per_grain']:5d}  steps/s {r['steps_per_s']:9.1f}  "
               f"grain-steps/s {r['grain_steps_per_s']:9.3g}", flush=True)
+    # the same lattice in YADE's level-set DEM (one thread), when the `yade` executable is installed
+    n_shared = (YADE_QUICK if args.quick else YADE_FULL)["n_side"] ** 3
+    shared = next(r for r in result["steps_vs_grains"] if r["grains"] == n_shared)
+    result["graindem"] = {"steps_per_s": shared["steps_per_s"], "grains": n_shared}
+    result["yade"], result["yade_reason"] = yade_steps_per_s(cfg["steps"], quick=args.quick)
+    result["graindem_over_yade"] = (shared["steps_per_s"] / result["yade"]["steps_per_s"]
+                                    if result["yade"] else None)
+    if result["yade"]:
+        print(f"YADE, the same {n_shared} grains: {result['yade']['steps_per_s']:.1f} steps/s; graindem / YADE "
+              f"{result['graindem_over_yade']:.2f}", flush=True)
+    else:
+        print(f"YADE not compared: {result['yade_reason']}", flush=True)
     result["steps_vs_nodes"] = []
     for n_nodes in cfg["nodes"]:
         t = LevelSetGrain.ellipsoid(*AXES, spacing=cfg["spacing"], n_nodes=n_nodes)

@@ -40,3 +40,9 @@ def test_lsdem_benchmark_quick_writes_json(tmp_path):
     assert [x["grains"] for x in r["steps_vs_grains"]] == [8, 27, 64]
     assert all(x["steps_per_s"] > 0 and x["contact_nodes"] > 0 for x in r["steps_vs_grains"])
     assert r["memory_per_grain"]["history_bytes_per_node"] == 40
+    # the YADE comparison: its figure on the shared lattice, or null with the reason (no `yade` installed)
+    assert r["graindem"]["grains"] == 27 and r["graindem"]["steps_per_s"] > 0
+    if r["yade"] is None:
+        assert r["yade_reason"]
+    else:
+        assert r["yade"]["steps_per_s"] > 0 and r["yade"]["n_bodies"] == 27 and r["graindem_over_yade"] > 0
