@@ -51,7 +51,7 @@ def exit_code(exc):
     if isinstance(exc, Diverged):
         return EXIT_DIVERGED, str(exc)
     if isinstance(exc, KeyboardInterrupt):
-        return EXIT_INTERRUPTED, "interrupted"
+        return EXIT_INTERRUPTED, str(exc) or "interrupted"
     if isinstance(exc, MemoryError):
         return EXIT_FAILED, f"out of memory{': ' + str(exc) if str(exc) else ''}"
     if isinstance(exc, OSError):
@@ -66,6 +66,8 @@ def exit_code(exc):
         return EXIT_BAD_INPUT, f"missing entry {exc.args[0]!r}" if exc.args else "missing entry"
     if isinstance(exc, (ValueError, TypeError)):
         return EXIT_BAD_INPUT, str(exc)
+    if isinstance(exc, RuntimeError) and str(exc):
+        return EXIT_FAILED, str(exc)
     return EXIT_FAILED, f"{type(exc).__name__}: {exc}"
 
 

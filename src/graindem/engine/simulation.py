@@ -726,7 +726,18 @@ class Simulation:
         is a multiple of `every` (reads only).
 
         on_diverge(sim) is called (e.g. to write a checkpoint) before Diverged is raised.
+        SIGINT/SIGTERM stop the run at the end of a step with engine.interrupts.RunStopped (a
+        KeyboardInterrupt); the state is then complete and can be saved to continue exactly.
         """
+        # reliability: kernel chunks bounded in time, stop requests honoured between them
+        from .interrupts import StopRequests
+        with StopRequests(self.max_chunk_steps) as stops:
+            return self._run_chunks(steps, callback, every, on_diverge, phase, stops)
+
+    # None: chunks of ~engine.interrupts.CHUNK_SECONDS; an int fixes the steps per kernel call
+    max_chunk_steps = None
+
+    def _run_chunks(self, steps, callback, every, on_diverge, phase, stops):
         import time
         steps = int(steps)
         if steps < 0:
@@ -739,7 +750,7 @@ class Simulation:
         done = 0
         t0 = time.perf_counter()
         while done < steps:
-            chunk = steps - done
+            chunk = min(steps - done, stops.chunk_limit())
             if every is not None:
                 chunk = min(chunk, every - (int(self.ictl[K.ICTL_STEP]) - phase) % every)
             if self.adaptive_dt:
@@ -749,6 +760,7 @@ class Simulation:
                 chunk = min(chunk, self.adaptive_dt_interval - step % self.adaptive_dt_interval)
             self.store.ensure_free(int(self.ictl[K.ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
             st = self.store
+            stops.start_chunk()
             K.run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
                         self.radius, self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl,
                         self.ictl, self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist,
@@ -765,6 +777,7 @@ class Simulation:
                 self._diverged(on_diverge)
             if callback is not None and every is not None and (int(self.ictl[K.ICTL_STEP]) - phase) % every == 0:
                 callback(self)
+            stops.after_chunk(int(self.out[K.OUT_STEPS]), int(self.ictl[K.ICTL_STEP]))
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
 
@@ -964,6 +977,8 @@ class Simulation:
 
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
+        from ..io.checkpoint_check import validate_engine_state  # reliability: full check before use
+        validate_engine_state(arrays, meta)
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
         sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],

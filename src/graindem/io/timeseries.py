@@ -21,13 +21,18 @@ into nan) and as nan/inf in the CSV.
 
 Restarts: resume_after=(column, value) keeps the rows of existing files whose `column` is
 <= value (the rows written before the checkpoint the run restarts from) and appends after them;
-the columns must match. Without it, existing files are replaced.
+the columns must match. A last line without its newline (a row torn by a killed writer) is
+dropped. The kept rows are written to temporary files that replace the old ones atomically, so a
+resume killed at any moment leaves either the old files or the new ones. Without resume_after,
+existing files are replaced.
 """
 
 import csv
+import io
 import json
 import math
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -96,17 +101,32 @@ class TimeSeriesWriter:
             if column not in columns:
                 raise ValueError(f"resume_after column must be one of {columns}; got {column!r}")
             if self.csv_path.exists():
-                old = read_timeseries(self.csv_path, as_arrays=False)
+                old = _read_csv_text(self.csv_path, _complete_lines(self.csv_path))
                 if list(old) != columns:
                     raise ValueError(f"cannot resume {str(self.csv_path)!r}: its columns {list(old)} differ from {columns}")
                 n_old = len(old[columns[0]])
                 kept = [[old[c][r] for c in columns] for r in range(n_old) if old[column][r] <= value]
+            # the kept rows go to temporaries that replace the files whole (see the module docstring)
+            self._csv, csv_tmp = _temp_beside(self.csv_path, newline="")
+            self._jsonl, jsonl_tmp = _temp_beside(self.jsonl_path)
+            self._writer = csv.writer(self._csv, lineterminator="\n")
+            self._writer.writerow(columns)
+            for row in kept:
+                self._write(row)
+            for handle in (self._csv, self._jsonl):
+                handle.flush()
+                os.fsync(handle.fileno())
+                handle.close()
+            os.replace(jsonl_tmp, self.jsonl_path)
+            os.replace(csv_tmp, self.csv_path)
+            self._csv = open(self.csv_path, "a", newline="", encoding="utf-8")
+            self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")
+            self._writer = csv.writer(self._csv, lineterminator="\n")
+            return
         self._csv = open(self.csv_path, "w", newline="", encoding="utf-8")
         self._jsonl = open(self.jsonl_path, "w", encoding="utf-8")
         self._writer = csv.writer(self._csv, lineterminator="\n")
         self._writer.writerow(columns)
-        for row in kept:
-            self._write(row)
         self._flush()
 
     def append(self, row):
@@ -160,6 +180,33 @@ class TimeSeriesWriter:
         return False
 
 
+def _temp_beside(path, newline=None):
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    return os.fdopen(fd, "w", newline=newline, encoding="utf-8"), tmp
+
+
+def _complete_lines(path):
+    """The text of `path` without a last line that lacks its newline (a torn row)."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        text = handle.read()
+    if text and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+    return text
+
+
+def _read_csv_text(path, text):
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        columns = next(reader)
+        rows = [[_parse_csv_cell(x) for x in row] for row in reader if row]
+    except (StopIteration, csv.Error) as exc:
+        raise ValueError(f"time series file {str(path)!r} cannot be read: {exc!r}") from None
+    bad = [k + 2 for k, row in enumerate(rows) if len(row) != len(columns)]
+    if bad:
+        raise ValueError(f"time series file {str(path)!r}: line {bad[0]} does not have {len(columns)} fields")
+    return _columnar(columns, rows)
+
+
 def _columnar(columns, rows):
     return {c: [row[k] for row in rows] for k, c in enumerate(columns)}
 
@@ -185,13 +232,7 @@ def read_timeseries(path, *, as_arrays=True):
     try:
         if path.suffix == ".csv":
             with open(path, newline="", encoding="utf-8") as handle:
-                reader = csv.reader(handle)
-                columns = next(reader)
-                rows = [[_parse_csv_cell(x) for x in row] for row in reader if row]
-            bad = [k + 2 for k, row in enumerate(rows) if len(row) != len(columns)]
-            if bad:
-                raise ValueError(f"time series file {str(path)!r}: line {bad[0]} does not have {len(columns)} fields")
-            data = _columnar(columns, rows)
+                data = _read_csv_text(path, handle.read())
         elif path.suffix == ".jsonl":
             with open(path, encoding="utf-8") as handle:
                 rows = [json.loads(line) for line in handle if line.strip()]
