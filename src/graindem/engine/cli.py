@@ -135,6 +135,8 @@ def run_scenario(config, out, steps=None, quiet=False):
     load = config["loading"]
     if load["kind"] == "none":
         raise ValueError("loading.kind = 'none' has nothing to run in the biaxial scenario; use 'biaxial' or 'isotropic'")
+    from ..io.scenario import refuse_unused_keys
+    refuse_unused_keys(config)
     mat = config["material"]
     part = config["particles"]
     announce = _announce(quiet)
