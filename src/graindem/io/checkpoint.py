@@ -48,7 +48,8 @@ import numpy as np
 
 from .. import __version__
 
-__all__ = ["SCHEMA_VERSION", "MAX_BYTES", "save_checkpoint", "load_checkpoint", "checkpoint_info"]
+__all__ = ["SCHEMA_VERSION", "MAX_BYTES", "save_checkpoint", "load_checkpoint", "checkpoint_info", "array_sha256",
+           "check_declared_sizes"]
 
 FORMAT = "graindem-checkpoint"
 # Bump when the layout of the file changes; loading refuses files from a newer schema (see above).
@@ -58,7 +59,8 @@ OLDEST_SCHEMA = 1
 MAX_BYTES = 1 << 36
 
 
-def _digest(array):
+def array_sha256(array):
+    """sha256 (hex) of an array's raw bytes in C order."""
     return hashlib.sha256(np.ascontiguousarray(array).view(np.uint8).reshape(-1).tobytes() if array.size else b"").hexdigest()
 
 
@@ -129,7 +131,7 @@ def save_checkpoint(path, arrays, metadata=None, *, schema=SCHEMA_VERSION):
             table = []
             for name, value in arrays.items():
                 ds = f.create_dataset(name, data=value)
-                ds.attrs["sha256"] = digest = _digest(value)
+                ds.attrs["sha256"] = digest = array_sha256(value)
                 table.append([name, value.dtype.str, list(value.shape), digest])
             if schema >= 2:
                 f.attrs["file_sha256"] = _file_digest(FORMAT, schema, __version__, meta_text, table)
@@ -186,28 +188,29 @@ def _open(path):
     return f
 
 
-def _check_sizes(f, path, max_bytes):
-    """Refuse datasets whose declared size the file cannot hold, before reading any of them."""
+def check_declared_sizes(f, path, max_bytes=MAX_BYTES, what="checkpoint"):
+    """Refuse datasets of the open HDF5 file `f` (at `path`) whose declared size the file cannot
+    hold, or stored otherwise than graindem stores arrays, before reading any of them."""
     file_size = os.path.getsize(path)
     total = 0
     for name in _datasets(f):
         ds = f[name]
         if ds.dtype.kind not in "biufc" or ds.dtype.fields is not None:
-            raise ValueError(f"checkpoint {str(path)!r}: array {name!r} has the unsupported dtype {ds.dtype}")
+            raise ValueError(f"{what} {str(path)!r}: array {name!r} has the unsupported dtype {ds.dtype}")
         plist = ds.id.get_create_plist()
         if ds.compression is not None or plist.get_layout() not in (h5py.h5d.CONTIGUOUS, h5py.h5d.COMPACT) \
                 or plist.get_external_count() or ds.is_virtual:
-            raise ValueError(f"checkpoint {str(path)!r}: array {name!r} is not stored as graindem writes arrays "
+            raise ValueError(f"{what} {str(path)!r}: array {name!r} is not stored as graindem writes arrays "
                              "(contiguous, uncompressed, in the file)")
         nbytes = int(np.prod(ds.shape, dtype=object)) * ds.dtype.itemsize
         if nbytes > file_size:
-            raise ValueError(f"checkpoint {str(path)!r}: array {name!r} declares {nbytes} bytes, more than the "
+            raise ValueError(f"{what} {str(path)!r}: array {name!r} declares {nbytes} bytes, more than the "
                              f"file's {file_size} (damaged or crafted)")
         total += nbytes
     if total > max_bytes:
-        raise ValueError(f"checkpoint {str(path)!r} declares {total} bytes of arrays, more than max_bytes = {max_bytes}")
+        raise ValueError(f"{what} {str(path)!r} declares {total} bytes of arrays, more than max_bytes = {max_bytes}")
     if total > file_size:
-        raise ValueError(f"checkpoint {str(path)!r} declares {total} bytes of arrays, more than the file's "
+        raise ValueError(f"{what} {str(path)!r} declares {total} bytes of arrays, more than the file's "
                          f"{file_size} (damaged or crafted)")
 
 
@@ -222,7 +225,7 @@ def load_checkpoint(path, *, required=(), max_bytes=MAX_BYTES):
     f = _open(path)
     try:
         try:
-            _check_sizes(f, path, max_bytes)
+            check_declared_sizes(f, path, max_bytes)
             schema = int(f.attrs["schema"])
             meta_text = _text(f.attrs["metadata"])
             if not isinstance(meta_text, str):
@@ -237,7 +240,7 @@ def load_checkpoint(path, *, required=(), max_bytes=MAX_BYTES):
                 expected = ds.attrs.get("sha256")
                 if isinstance(expected, bytes):
                     expected = expected.decode()
-                if expected != _digest(value):
+                if expected != array_sha256(value):
                     raise ValueError(f"checkpoint {str(path)!r}: array {name!r} fails its checksum (file damaged)")
                 arrays[name] = value
                 table.append([name, value.dtype.str, list(value.shape), expected])
