@@ -97,21 +97,21 @@ def _drive(sim, test, out, **kwargs):
         path, why = _save_state(sim, test, out)
         where = f"checkpoint written to {path}; {restart_hint}" if path else f"no checkpoint written ({why})"
         raise RunStopped(exc.signal, exc.step, f"{exc}; {where}") from None
-    except (MemoryError, OSError) as exc:
+    except MemoryError as exc:
+        # the history store could not grow: the state is the end of a complete step, save it
+        step = sim.step_count - test["start_step"]
+        path, why = _save_state(sim, test, out)
+        tail = (f"checkpoint of step {step} written to {path}; {restart_hint}" if path else
+                f"no new checkpoint ({why}); the last good checkpoint in {out} is intact")
+        raise RunFailed(f"the run stopped at step {step} of the test: out of memory: {exc}; {tail}") from exc
+    except OSError as exc:
+        # an output could not be written: no new checkpoint (its series row may be missing or torn);
+        # the last one, written after a complete row, stays as it was (checkpoints replace atomically)
         from ..io.outputs import is_disk_full
         step = sim.step_count - test["start_step"]
-        if isinstance(exc, OSError) and is_disk_full(exc):
-            what = f"disk full while writing {exc.filename or 'the outputs'}"
-        elif isinstance(exc, OSError):
-            what = f"cannot write {exc.filename or 'the outputs'}: {exc.strerror or exc}"
-        else:
-            what = f"out of memory: {exc}"
-        path, why = _save_state(sim, test, out)
-        if path:
-            tail = f"checkpoint of step {step} written to {path}; {restart_hint}"
-        else:
-            tail = f"no new checkpoint ({why}); the last good checkpoint in {out} is intact"
-        raise RunFailed(f"the run stopped at step {step} of the test: {what}; {tail}") from exc
+        what = "disk full" if is_disk_full(exc) else f"cannot write: {exc.strerror or exc}"
+        raise RunFailed(f"the run stopped at step {step} of the test: {what} ({exc.filename or out}); the last "
+                        f"good checkpoint {out / 'checkpoint.h5'} is intact; free space and {restart_hint}") from exc
 
 
 class RunFailed(RuntimeError):
