@@ -16,7 +16,6 @@ outside the node range, and shapes that do not match (phi (A, n, 3), mass/stiffn
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 
 import h5py
@@ -24,6 +23,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..io.checkpoint import array_sha256, check_declared_sizes
+from ..io.outputs import replacing
 
 FORMAT_NAME = "graindem-modes"
 FORMAT_VERSION = 2
@@ -268,11 +268,7 @@ def write_mode_file(path, modes: ModeSet):
         datasets["energy_fit/exponents"] = np.asarray(modes.energy_exponents, dtype=float)
     names = np.array([str(n) for n in (modes.mode_names or [f"mode{i}" for i in range(n_modes)])],
                      dtype=h5py.string_dtype())
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    try:
+    with replacing(path) as tmp:
         with h5py.File(tmp, "w") as h5:
             h5.attrs["format"] = FORMAT_NAME
             h5.attrs["format_version"] = FORMAT_VERSION
@@ -290,13 +286,6 @@ def write_mode_file(path, modes: ModeSet):
                 meta.attrs[k] = v if isinstance(v, (int, float, str, np.ndarray, np.number)) else str(v)
             h5.attrs["content_sha256"] = _content_digest(FORMAT_VERSION, _attrs_text(units.attrs),
                                                          _attrs_text(meta.attrs), table)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _check_read(path, modes):

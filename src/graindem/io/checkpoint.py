@@ -40,13 +40,13 @@ the path. Bad arguments to save raise ValueError before anything is written.
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from .. import __version__
+from .outputs import replacing
 
 __all__ = ["SCHEMA_VERSION", "MAX_BYTES", "save_checkpoint", "load_checkpoint", "checkpoint_info", "array_sha256",
            "check_declared_sizes"]
@@ -119,10 +119,7 @@ def save_checkpoint(path, arrays, metadata=None, *, schema=SCHEMA_VERSION):
     if not isinstance(schema, int) or schema < 1:
         raise ValueError(f"schema must be an integer >= 1; got {schema!r}")
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with replacing(path) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs["format"] = FORMAT
             f.attrs["schema"] = schema
@@ -135,21 +132,6 @@ def save_checkpoint(path, arrays, metadata=None, *, schema=SCHEMA_VERSION):
                 table.append([name, value.dtype.str, list(value.shape), digest])
             if schema >= 2:
                 f.attrs["file_sha256"] = _file_digest(FORMAT, schema, __version__, meta_text, table)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename itself durable; not possible on every platform
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
     return path
 
 
@@ -179,7 +161,7 @@ def _open(path):
                 f"checkpoint {str(path)!r} has schema {schema}, newer than this graindem ({__version__}) reads "
                 f"(<= {SCHEMA_VERSION}); written by graindem {f.attrs.get('graindem_version')!r}"
             )
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, OSError, RuntimeError) as exc:
         f.close()
         raise ValueError(f"checkpoint {str(path)!r} has a damaged header: {exc}") from None
     except BaseException:

@@ -3,6 +3,10 @@
     check_output_folder(path, what="--out", need_bytes=0) -> Path
         Creates the folder if needed and proves it writable (a probe file is created and removed)
         with at least `need_bytes` free; raises ValueError naming `what` otherwise, before any work.
+    with replacing(path) as tmp: ...write the file tmp...
+        The one atomic-replacement pattern every writer uses: `tmp` is a temporary name in the
+        target's folder (`.NAME.XXXXXXXX.tmp`); on success it is flushed to disk (fsync) and
+        renamed over `path`, on any failure removed, so the old file stays intact.
     atomic_write_text(path, text) / atomic_write_bytes(path, data)
         Write under a temporary name in the same folder (`.NAME.XXXXXXXX.tmp`), fsync, rename over
         `path`: a crash or a full disk leaves the old file or the new one, never a mix.
@@ -11,6 +15,7 @@
         that exact pattern, only for the names given: nothing else in the folder is touched).
 """
 
+import contextlib
 import errno
 import os
 import re
@@ -18,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["check_output_folder", "atomic_write_text", "atomic_write_bytes", "remove_stale_temp_files",
+__all__ = ["replacing", "check_output_folder", "atomic_write_text", "atomic_write_bytes", "remove_stale_temp_files",
            "temp_name_pattern", "is_disk_full"]
 
 # tempfile.mkstemp's random part: 8 characters of [a-z0-9_]
@@ -57,21 +62,36 @@ def check_output_folder(path, what="--out", need_bytes=0):
     return path
 
 
-def atomic_write_bytes(path, data):
+@contextlib.contextmanager
+def replacing(path):
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        yield tmp
+        with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
+    try:  # make the rename itself durable; not possible on every platform
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def atomic_write_bytes(path, data):
+    with replacing(path) as tmp:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+    return Path(path)
 
 
 def atomic_write_text(path, text):

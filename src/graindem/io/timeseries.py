@@ -32,10 +32,11 @@ import io
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from .outputs import replacing
 
 __all__ = ["TimeSeriesWriter", "read_timeseries"]
 
@@ -107,18 +108,13 @@ class TimeSeriesWriter:
                 n_old = len(old[columns[0]])
                 kept = [[old[c][r] for c in columns] for r in range(n_old) if old[column][r] <= value]
             # the kept rows go to temporaries that replace the files whole (see the module docstring)
-            self._csv, csv_tmp = _temp_beside(self.csv_path, newline="")
-            self._jsonl, jsonl_tmp = _temp_beside(self.jsonl_path)
-            self._writer = csv.writer(self._csv, lineterminator="\n")
-            self._writer.writerow(columns)
-            for row in kept:
-                self._write(row)
-            for handle in (self._csv, self._jsonl):
-                handle.flush()
-                os.fsync(handle.fileno())
-                handle.close()
-            os.replace(jsonl_tmp, self.jsonl_path)
-            os.replace(csv_tmp, self.csv_path)
+            with replacing(self.csv_path) as csv_tmp, replacing(self.jsonl_path) as jsonl_tmp:
+                with open(csv_tmp, "w", newline="", encoding="utf-8") as self._csv, \
+                        open(jsonl_tmp, "w", encoding="utf-8") as self._jsonl:
+                    self._writer = csv.writer(self._csv, lineterminator="\n")
+                    self._writer.writerow(columns)
+                    for row in kept:
+                        self._write(row)
             self._csv = open(self.csv_path, "a", newline="", encoding="utf-8")
             self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")
             self._writer = csv.writer(self._csv, lineterminator="\n")
@@ -167,10 +163,9 @@ class TimeSeriesWriter:
         self._jsonl.close()
         self._csv = self._jsonl = None
         doc = {"columns": self.columns, "data": {c: [_json_cell(v) for v in vs] for c, vs in self._data.items()}}
-        tmp = self.json_path.with_name(f".{self.json_path.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(doc, handle, allow_nan=False)
-        os.replace(tmp, self.json_path)
+        with replacing(self.json_path) as tmp:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(doc, handle, allow_nan=False)
 
     def __enter__(self):
         return self
@@ -178,11 +173,6 @@ class TimeSeriesWriter:
     def __exit__(self, exc_type, exc, tb):
         self.close()
         return False
-
-
-def _temp_beside(path, newline=None):
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    return os.fdopen(fd, "w", newline=newline, encoding="utf-8"), tmp
 
 
 def _complete_lines(path):
