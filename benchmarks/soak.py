@@ -14,7 +14,9 @@ its own random movement, redrawn every step from a mix of regimes:
     previous movement, subnormal and 1e-300 shifts, shifts 10^3 times the overlap, an overlap of
     exactly 0 or of the smallest positive double;
   * opening and closing: contacts separate (overlap <= 0, history released) and touch again.
-After every batch step: every normal and tangential force is finite, |T| <= mu N (1 + tol) (tol
+The energy accounting of the laws (P_ENERGY) is off unless --energy: it is an engine measurement,
+not part of the friction law, and its integrator costs ~25 us per update on these wild steps
+(against ~0.15 us for the law). After every batch step: every normal and tangential force is finite, |T| <= mu N (1 + tol) (tol
 1e-12, the tolerance of tests/test_batch.py for T relative to mu N), a separated contact carries
 no force and no history, and the store's live count equals the sum of the contacts' history
 lengths. Every --check-every steps (and at the end) the whole store is walked
@@ -77,7 +79,7 @@ def _movements(rng, d, s_prev_step, n):
     return new_d, ds
 
 
-def contact_soak(calls, contacts=4096, seed=0, check_every=64, max_listed=20, progress=None):
+def contact_soak(calls, contacts=4096, seed=0, check_every=64, max_listed=20, progress=None, energy=False):
     from graindem.contact import ContactBatch, HistoryStore
     from graindem.contact import state as S
     from graindem.contact.store import M_FREE_HEAD, M_LIVE
@@ -89,6 +91,7 @@ def contact_soak(calls, contacts=4096, seed=0, check_every=64, max_listed=20, pr
     rng = np.random.default_rng(seed)
     contacts = int(min(contacts, max(1, calls)))
     batch = ContactBatch("jaeger", contacts, store=HistoryStore(1), **MATERIAL)
+    batch.prm[S.P_ENERGY] = 1.0 if energy else 0.0
     mu = batch.prm[S.P_MU]
     d = D0 * rng.uniform(0.1, 1.0, contacts)
     ds_prev = np.zeros((contacts, 2))
@@ -151,7 +154,7 @@ def contact_soak(calls, contacts=4096, seed=0, check_every=64, max_listed=20, pr
     seconds = time.perf_counter() - t0
     return {"calls": int(done), "violations": int(count), "listed_violations": violations,
             "contacts": contacts, "batch_steps": steps, "store_walks": walks, "seed": seed,
-            "tolerance": TOL, "max_history_length": max_len, "peak_live_points": peak_live,
+            "tolerance": TOL, "energy_accounting": bool(energy), "max_history_length": max_len, "peak_live_points": peak_live,
             "store_capacity": int(batch.store.capacity), "slipping_fraction": slip_steps / max(done, 1),
             "open_fraction": open_steps / max(steps * contacts, 1), "seconds": seconds,
             "calls_per_s": done / seconds if seconds > 0 else None}
@@ -269,6 +272,8 @@ def main(argv=None):
     p.add_argument("--calls", type=int, default=None, help="jaeger contact updates to run (contact soak)")
     p.add_argument("--contacts", type=int, default=4096, help="contacts per batch step")
     p.add_argument("--check-every", type=int, default=64, help="batch steps between full store walks")
+    p.add_argument("--energy", action="store_true",
+                   help="count tangential work and dissipation per contact (laws' P_ENERGY; off by default)")
     p.add_argument("--engine", action="store_true", help="the SIGKILL/restart soak of a biaxial run")
     p.add_argument("--kills", type=int, default=None, help="SIGKILLs of the engine soak (default 20, --quick 3)")
     p.add_argument("--steps", type=int, default=None, help="steps of the engine soak's test (default 1500, --quick 600)")
@@ -287,7 +292,7 @@ def main(argv=None):
     result = {}
     if args.calls is not None:
         result.update(contact_soak(args.calls, contacts=args.contacts, seed=args.seed, check_every=args.check_every,
-                                   progress=say))
+                                   progress=say, energy=args.energy))
     if args.engine:
         kills = args.kills if args.kills is not None else (3 if args.quick else 20)
         steps = args.steps if args.steps is not None else (600 if args.quick else 1500)

@@ -31,7 +31,7 @@ from graindem.engine.cli import run_scenario
 from graindem.engine.interrupts import RunStopped
 from graindem.io.checkpoint import load_checkpoint
 from graindem.io.checkpoint_check import validate_engine_state
-from graindem.io.scenario import validate_scenario
+from graindem.io.scenario import scenario_to_toml, validate_scenario
 from graindem.io.timeseries import read_timeseries
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,28 +44,7 @@ CONFIG = {
     "material": {"damping": 0.1},
     "output": {"vtk": False, "plots": False},
 }
-TOML = """
-[simulation]
-scenario = "biaxial"
-steps = 3000
-output_interval = 50
-checkpoint_interval = 100
-seed = 4
-[contact]
-law = "jaeger"
-[particles]
-n = 100
-radius_mean = 1.5e-4
-[loading]
-kind = "biaxial"
-total_strain = 0.015
-preparation_mu = 0.1
-[material]
-damping = 0.1
-[output]
-vtk = false
-plots = false
-"""
+TOML = scenario_to_toml(validate_scenario(CONFIG))
 STATE = ("pos", "vel", "omega", "quat", "cell", "ctl", "ictl", "acc", "pos_build", "pstart", "walls")
 
 
