@@ -191,8 +191,9 @@ def _graindem(args, env):
     return [sys.executable, "-m", "graindem.cli", *args, "--quiet"]
 
 
-def engine_soak(kills=20, steps=1500, seed=0, workdir=None, progress=None):
-    """Kill a biaxial run `kills` times at random moments; compare with the uninterrupted run."""
+def engine_soak(kills=20, steps=1500, seed=0, workdir=None, progress=None, packing=None):
+    """Kill a biaxial run `kills` times at random moments; compare with the uninterrupted run.
+    packing: a prepared packing.h5 of the soak's scenario to start from (default: prepared here)."""
     from graindem.contact import state as S
     from graindem.engine import checkpoint
     from graindem.io.timeseries import read_timeseries
@@ -206,10 +207,14 @@ def engine_soak(kills=20, steps=1500, seed=0, workdir=None, progress=None):
     ref, run = work / "reference", work / "killed"
     # the preparation is not what is soaked: both runs start from the same prepared packing, and the
     # kill moments are drawn over the duration of a run from it (process start included)
-    done = subprocess.run(_graindem(["run", str(scenario), "--out", str(ref), "--steps", "0"], env), env=env,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"the preparation failed: {done.stderr.strip()}")
+    if packing is not None:
+        ref.mkdir(parents=True, exist_ok=True)
+        (ref / "packing.h5").write_bytes(Path(packing).read_bytes())
+    else:
+        done = subprocess.run(_graindem(["run", str(scenario), "--out", str(ref), "--steps", "0"], env), env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the preparation failed: {done.stderr.strip()}")
     run.mkdir(parents=True, exist_ok=True)
     (run / "packing.h5").write_bytes((ref / "packing.h5").read_bytes())
     t0 = time.perf_counter()
