@@ -2,8 +2,11 @@
 130 interrupt; one line on stderr, the traceback only with --debug."""
 
 import errno
+import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +81,17 @@ def test_argument_errors_exit_2():
     r = subprocess.run([sys.executable, "-m", "graindem.cli", "run", "--steps", "x", "--out", "o"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "invalid int value" in r.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupted_command_exits_130(tmp_path, signum):
+    """`graindem demo` (no simulation driver of its own) stopped by Ctrl-C or a scheduler's SIGTERM."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "graindem.cli", "demo", "--skip-biaxial", "--out",
+                             str(tmp_path / "d")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.readline()  # "graindem demo: results go to ...": the command is running
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

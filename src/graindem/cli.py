@@ -14,7 +14,9 @@ A failure prints one line to stderr; `--debug` prints the traceback as well.
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 import traceback
 
 COMMANDS = {
@@ -99,6 +101,11 @@ def main(argv=None):
         module.add_arguments(p)
         modules[name] = module
     args = parser.parse_args(argv)
+    # SIGTERM (what a scheduler sends) ends a command as Ctrl-C does; a running simulation turns
+    # both into a stop at the end of a step (engine.interrupts)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         _check_out(args.command, args)
         return int(modules[args.command].run(args) or 0)
@@ -108,6 +115,13 @@ def main(argv=None):
         status, message = exit_code(exc)
         print(f"graindem {args.command}: {message}", file=sys.stderr)
         return status
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt(signum, frame):
+    raise KeyboardInterrupt("SIGTERM received")
 
 
 if __name__ == "__main__":
