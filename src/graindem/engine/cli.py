@@ -140,7 +140,9 @@ def run_scenario(config, out, steps=None, quiet=False):
     mat = config["material"]
     part = config["particles"]
     announce = _announce(quiet)
-    n_guess = part["n"] if not part["file"] else max(1, Path(part["file"]).stat().st_size // 20)
+    # particles for the free-space estimate (a CSV row holds at least ~20 characters)
+    n_guess = part["n"] if not part["file"] else max(1, Path(part["file"]).stat().st_size // 20
+                                                    if Path(part["file"]).is_file() else 1)
     out = prepare_output_folder(out, need_bytes=2 * CHECKPOINT_BYTES_PER_PARTICLE * n_guess + (1 << 20))
     t0 = time.perf_counter()
     material = {"E": mat["E"], "nu": mat["nu"], "density": mat["density"], "mu": mat["mu"]}

@@ -420,7 +420,10 @@ def _toml_value(value):
     if isinstance(value, float):
         return "nan" if math.isnan(value) else ("inf" if value == math.inf else "-inf" if value == -math.inf else repr(value))
     if isinstance(value, str):
-        return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
+        # JSON string escapes are valid TOML basic-string escapes; characters beyond the BMP stay
+        # literal (JSON would write surrogate pairs, which TOML refuses) and DEL is escaped (TOML
+        # forbids it literally, JSON leaves it)
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     raise ValueError(f"cannot write {value!r} ({type(value).__name__}) to TOML")
