@@ -99,4 +99,5 @@ def test_fuzzed_scenarios_are_valid_or_refused_by_name(entries):
 @pytest.mark.parametrize("text", ["\U00010000", "a\x7fb", "tab\tnewline\nquote\"backslash\\", "é"])
 def test_strings_round_trip_through_toml(text):
     """Characters beyond the BMP and DEL (found by the fuzz above) are written as TOML accepts them."""
-    assert tomllib.loads("x = " + S._toml_value(text))["x"] == text
+    config = S.validate_scenario({"particles": {"file": "/data/" + text}})
+    assert S.validate_scenario(tomllib.loads(S.scenario_to_toml(config))) == config
