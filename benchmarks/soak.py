@@ -25,7 +25,9 @@ in range, acyclic, disjoint from the others and of the length its row records, a
 capacity. Writes {"calls": N, "violations": V, ...} (the first violations are listed).
 
 Engine soak (--engine): a small biaxial scenario run once uninterrupted, then run again in a
-separate folder as `graindem run` subprocesses killed with SIGKILL at random moments (K kills,
+separate folder as `graindem run` subprocesses killed with SIGKILL at random moments while the
+test steps (1-3 output rows past the checkpoint the process started from, plus a random part of an
+output interval: kills land in stepping, in row writing and in checkpoint writing) (K kills,
 default 20, --quick 3), each time continued with `--restart DIR/checkpoint.h5` (or started afresh
 if no checkpoint exists yet), until one finishes. The final checkpoint's arrays and the series
 must equal the uninterrupted run's bit for bit.
@@ -184,6 +186,28 @@ vtk = false
 plots = false
 """
 
+OUTPUT_INTERVAL = 50
+
+
+def _test_step(ckpt):
+    """The test step a checkpoint holds (None without a readable one)."""
+    from graindem.engine import checkpoint
+    try:
+        sim, extra = checkpoint.load(ckpt)
+    except (FileNotFoundError, ValueError):
+        return None
+    return int(sim.step_count - extra["biaxial"]["start_step"])
+
+
+def _last_series_step(path):
+    """The step of the last complete row of a series.csv (-1 if none)."""
+    try:
+        lines = path.read_text().split("\n")[1:-1]
+        return int(lines[-1].split(",")[0]) if lines else -1
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 COMPARED = ("pos", "vel", "omega", "quat", "cell", "ctl", "ictl", "acc", "pos_build", "pstart", "walls")
 
 
@@ -191,7 +215,7 @@ def _graindem(args, env):
     return [sys.executable, "-m", "graindem.cli", *args, "--quiet"]
 
 
-def engine_soak(kills=20, steps=1500, seed=0, workdir=None, progress=None, packing=None):
+def engine_soak(kills=20, steps=3000, seed=0, workdir=None, progress=None, packing=None):
     """Kill a biaxial run `kills` times at random moments; compare with the uninterrupted run.
     packing: a prepared packing.h5 of the soak's scenario to start from (default: prepared here)."""
     from graindem.contact import state as S
@@ -223,30 +247,38 @@ def engine_soak(kills=20, steps=1500, seed=0, workdir=None, progress=None, packi
     if done.returncode != 0:
         raise RuntimeError(f"the uninterrupted run failed: {done.stderr.strip()}")
     t_ref = time.perf_counter() - t0
+    seconds_per_row = t_ref / (steps / OUTPUT_INTERVAL)  # an upper bound (process start included)
     killed_at = []
     finished = False
+    series = run / "series.csv"
     for attempt in range(kills + 1000):
         ckpt = run / "checkpoint.h5"
-        args = ["run", "--restart", str(ckpt), "--out", str(run)] if ckpt.exists() else \
+        start = _test_step(ckpt)
+        args = ["run", "--restart", str(ckpt), "--out", str(run)] if start is not None else \
             ["run", str(scenario), "--out", str(run)]
         proc = subprocess.Popen(_graindem(args, env), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
         if len(killed_at) < kills:
-            wait = float(rng.uniform(0.1, 0.95) * t_ref)
-            try:
-                proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
+            # a random moment while the test steps: once the series has advanced 1-3 output rows past
+            # the checkpoint the process started from, plus a random part of an output interval
+            rows = int(rng.integers(1, 4))
+            extra = float(rng.uniform(0.0, 1.0))
+            target = (start or 0) + rows * OUTPUT_INTERVAL
+            while proc.poll() is None and _last_series_step(series) < target:
+                time.sleep(0.01)
+            t_row = time.perf_counter()
+            while proc.poll() is None and time.perf_counter() - t_row < extra * seconds_per_row:
+                time.sleep(0.002)
+            if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
-                step = checkpoint.load(ckpt)[1]["biaxial"] if ckpt.exists() else None
-                killed_at.append({"after_s": round(wait, 3),
-                                  "checkpoint_step": None if step is None else
-                                  int(checkpoint.load(ckpt)[0].step_count - step["start_step"])})
+                killed_at.append({"from_step": start, "after_rows": rows, "extra_fraction": round(extra, 3),
+                                  "checkpoint_step_after": _test_step(ckpt)})
                 if progress:
-                    progress(f"kill {len(killed_at)}/{kills} after {wait:.2f} s")
+                    progress(f"kill {len(killed_at)}/{kills}: started at step {start}, checkpoint now at "
+                             f"{killed_at[-1]['checkpoint_step_after']}")
                 continue
-        else:
-            proc.wait()
+        proc.wait()
         err = proc.stderr.read()
         if proc.returncode != 0:
             raise RuntimeError(f"a continued run failed ({proc.returncode}): {err.strip()}")
@@ -281,7 +313,7 @@ def main(argv=None):
                    help="count tangential work and dissipation per contact (laws' P_ENERGY; off by default)")
     p.add_argument("--engine", action="store_true", help="the SIGKILL/restart soak of a biaxial run")
     p.add_argument("--kills", type=int, default=None, help="SIGKILLs of the engine soak (default 20, --quick 3)")
-    p.add_argument("--steps", type=int, default=None, help="steps of the engine soak's test (default 1500, --quick 600)")
+    p.add_argument("--steps", type=int, default=None, help="steps of the engine soak's test (default 3000, --quick 600)")
     p.add_argument("--quick", action="store_true", help="the small sizes the test suite runs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
@@ -300,7 +332,7 @@ def main(argv=None):
                                    progress=say, energy=args.energy))
     if args.engine:
         kills = args.kills if args.kills is not None else (3 if args.quick else 20)
-        steps = args.steps if args.steps is not None else (600 if args.quick else 1500)
+        steps = args.steps if args.steps is not None else (600 if args.quick else 3000)
         result["engine"] = engine_soak(kills=kills, steps=steps, seed=args.seed, progress=say)
     text = json.dumps(result, indent=2)
     if args.json:
