@@ -316,3 +316,16 @@ def test_corrupted_states_are_refused_by_name(state, data):
     with pytest.raises(ValueError) as info:
         validate_engine_state(arrays, meta)
     assert "checkpoint" in str(info.value)
+
+
+def test_divergence_report_survives_a_failed_diverged_h5(base, tmp_path, monkeypatch):
+    from graindem.engine.cli import drive_test
+    from graindem.engine.simulation import Diverged
+    sim, extra = checkpoint.load(base / "checkpoint.h5")
+
+    def diverge_then_fail_to_write(sim, test, out=None, **kwargs):
+        sim.out[K.OUT_STATUS] = K.STATUS_DIVERGED  # the kernel's report, then on_diverge's write fails
+        raise OSError(errno.ENOSPC, "No space left on device", str(out / "diverged.h5"))
+    monkeypatch.setattr("graindem.scenarios.biaxial.run_test", diverge_then_fail_to_write)
+    with pytest.raises(Diverged, match=r"run diverged at step 200 .*diverged.h5 failed \(disk full\)"):
+        drive_test(sim, extra["biaxial"], tmp_path)

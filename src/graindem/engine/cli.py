@@ -85,7 +85,7 @@ def _save_state(sim, test, out):
         return None, str(exc)
 
 
-def _drive(sim, test, out, **kwargs):
+def drive_test(sim, test, out, **kwargs):
     """B.run_test with the faults of a long run turned into a checkpoint and a one-line message."""
     from ..scenarios import biaxial as B
     from .interrupts import RunStopped
@@ -108,8 +108,13 @@ def _drive(sim, test, out, **kwargs):
         # an output could not be written: no new checkpoint (its series row may be missing or torn);
         # the last one, written after a complete row, stays as it was (checkpoints replace atomically)
         from ..io.outputs import is_disk_full
+        from . import kernels as K
+        from .simulation import Diverged
         step = sim.step_count - test["start_step"]
         what = "disk full" if is_disk_full(exc) else f"cannot write: {exc.strerror or exc}"
+        if int(sim.out[K.OUT_STATUS]) == K.STATUS_DIVERGED:  # the report outlives a failed diverged.h5
+            raise Diverged(f"run diverged at step {step} of the test; writing {out / 'diverged.h5'} failed "
+                           f"({what}); the last good checkpoint {out / 'checkpoint.h5'} is intact") from exc
         raise RunFailed(f"the run stopped at step {step} of the test: {what} ({exc.filename or out}); the last "
                         f"good checkpoint {out / 'checkpoint.h5'} is intact; free space and {restart_hint}") from exc
 
@@ -196,7 +201,7 @@ def run_scenario(config, out, steps=None, quiet=False):
         announce(B.dt_line(sim))
         announce(f"biaxial test, law {test['law']}: {sim.n} spheres, {nsteps} steps to "
                  f"{100 * total_strain:.2f} % axial strain")
-    rows, rate = _drive(sim, test, out, steps=run_steps, output_interval=sim_cfg["output_interval"],
+    rows, rate = drive_test(sim, test, out, steps=run_steps, output_interval=sim_cfg["output_interval"],
                         vtk_interval=(sim_cfg["vtk_interval"] or sim_cfg["output_interval"]) if config["output"]["vtk"] else 0,
                         quiet=quiet, checkpoint_interval=sim_cfg["checkpoint_interval"])
     return _finish(sim, test, out, rate, t0, announce, config)
@@ -364,7 +369,7 @@ def restart(checkpoint_path, out, steps=None, quiet=False):
             vtk_interval = config["simulation"]["vtk_interval"] or output_interval
     if announce:
         announce(f"restarting from {checkpoint_path} at step {sim.step_count - test['start_step']} of the test")
-    rows, rate = _drive(sim, test, out, steps=steps, output_interval=output_interval,
+    rows, rate = drive_test(sim, test, out, steps=steps, output_interval=output_interval,
                         vtk_interval=vtk_interval, quiet=quiet, resume=resume, checkpoint_interval=checkpoint_interval)
     return _finish(sim, test, out, rate, t0, announce, config)
 
