@@ -294,7 +294,7 @@ def _corruptions(arrays):
     )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_corrupted_states_are_refused_by_name(state, data):
     arrays, meta = state
