@@ -2,7 +2,7 @@
 
     python benchmarks/neighbour_search_ratio.py [--quick] [--n 100000] [--json FILE]
 
-The sphere engine's cell list (engine/kernels.py build_pairs) uses cells 2 r_max + skin wide with
+The sphere engine's cell list (engine/neighbours.py build_pairs) uses cells 2 r_max + skin wide with
 skin = 0.2 r_max and a 27-cell stencil, so at a size ratio R each cell holds ~R^3 small spheres.
 engine.neighbour_multi.pairs_within searches the same pairs (gap < skin) with one grid per size
 class (as LAMMPS's `neigh_modify multi`); with by_size=False it is that single grid. Both are run

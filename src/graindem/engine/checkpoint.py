@@ -3,9 +3,16 @@
 save(sim, path, extra=None) writes the state through `graindem.io.checkpoint` (HDF5, checksummed,
 atomic); load(path) returns a Simulation that continues bit for bit as the saved one would have.
 `extra` (JSON-able) is kept in the metadata under "extra" (e.g. a scenario's own progress).
+
+A state saved right after the kernel reported divergence holds a half-finished step (metadata
+"diverged": true, as in the diverged.h5 a failing run writes): it can be loaded for inspection,
+but load(path, for_restart=True) refuses it.
 """
 
+from pathlib import Path
+
 from ..io.checkpoint import load_checkpoint, save_checkpoint
+from ..core import layout as K
 from .simulation import Simulation
 
 
@@ -14,12 +21,19 @@ def save(sim, path, extra=None):
     meta = dict(meta)
     meta["kind"] = "graindem.engine.Simulation"
     meta["extra"] = extra
+    out = getattr(sim, "out", None)
+    meta["diverged"] = bool(out is not None and int(out[K.OUT_STATUS]) == K.STATUS_DIVERGED)
     return save_checkpoint(path, arrays, meta)
 
 
-def load(path, verbose=False):
-    """(Simulation, extra) from a checkpoint written by `save`."""
+def load(path, verbose=False, for_restart=False):
+    """(Simulation, extra) from a checkpoint written by `save`. for_restart=True refuses the state
+    of a diverged step (see the module docstring)."""
     arrays, meta = load_checkpoint(path)
     if meta.get("kind") != "graindem.engine.Simulation":
         raise ValueError(f"{path} is not a graindem engine checkpoint (kind {meta.get('kind')!r})")
+    if for_restart and (meta.get("diverged") or Path(path).name == "diverged.h5"):
+        raise ValueError(f"{path} holds the state of a step that diverged (half-finished): it is for inspection, "
+                         "not for --restart; restart from the run's checkpoint.h5 (its last good state) with a "
+                         "smaller time step")
     return Simulation.from_state(arrays, meta, verbose=verbose), meta.get("extra")

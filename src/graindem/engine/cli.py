@@ -9,13 +9,31 @@ packing is kept as DIR/packing.h5 and reused by later runs into the same folder 
 particle settings (or, with particles.file, the same CSV). simulation.checkpoint_interval adds
 periodic checkpoints (the same file, replaced atomically); --adaptive-dt (simulation.adaptive_dt)
 keeps dt at dt_fraction of the current critical step. A run that goes unstable writes
-DIR/diverged.h5 and exits with status 3.
+DIR/diverged.h5 and exits with status 3 (diverged.h5 holds the half-finished step: it is for
+inspection, `--restart` refuses it).
+
+Faults: the results folder is checked writable (with room for the checkpoint) before any work;
+SIGINT or SIGTERM stop the run at the end of a step, write checkpoint.h5 and flushed series, and
+exit with status 130 (`--restart` then continues bit for bit); a full disk, an unwritable folder
+or an exhausted history store stop the run with a checkpoint where one can still be written, and
+otherwise leave the last good checkpoint intact (every checkpoint is replaced atomically).
+
+Run identity: a scenario run draws a run id, kept in its checkpoints and in DIR/run.json;
+restarting into a folder whose series belong to another run is refused.
 """
 
 import json
 import sys
 import time
+import uuid
 from pathlib import Path
+
+# files graindem writes into a results folder atomically (their leftover temporaries are removed)
+OUTPUT_FILES = ("checkpoint.h5", "diverged.h5", "packing.h5", "series.json", "summary.json", "run.json",
+                "series.csv", "series.jsonl", "particles.pvd", "contacts.pvd")
+RUN_FILE = "run.json"
+# bytes a checkpoint needs per particle, an upper estimate (state, ~8 pair rows, history points)
+CHECKPOINT_BYTES_PER_PARTICLE = 8192
 
 
 def add_arguments(parser):
@@ -26,6 +44,83 @@ def add_arguments(parser):
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.add_argument("--adaptive-dt", action="store_true",
                         help="keep dt at dt_fraction of the current critical step (simulation.adaptive_dt)")
+
+
+def prepare_output_folder(out, need_bytes=0):
+    """Check `out` writable with `need_bytes` free and remove temporaries a killed writer left."""
+    from ..io.outputs import check_output_folder, remove_stale_temp_files
+    out = check_output_folder(out, what="--out", need_bytes=need_bytes)
+    remove_stale_temp_files(out, OUTPUT_FILES)
+    return out
+
+
+def _write_run_identity(out, run_id):
+    from .. import __version__
+    from ..io.outputs import atomic_write_text
+    atomic_write_text(Path(out) / RUN_FILE, json.dumps({"run_id": run_id, "graindem_version": __version__}) + "\n")
+
+
+def read_run_identity(out):
+    """The run id recorded in folder `out` (None if it records none)."""
+    path = Path(out) / RUN_FILE
+    if not path.exists():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        return doc["run_id"] if isinstance(doc, dict) and isinstance(doc.get("run_id"), str) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _save_state(sim, test, out):
+    """Write out/checkpoint.h5 from a state that is complete (validated first, so a damaged state
+    never replaces the last good checkpoint). Returns its path, or None with the reason."""
+    from ..io.checkpoint_check import validate_engine_state
+    from . import checkpoint
+    try:
+        arrays, meta = sim.state_dict()
+        validate_engine_state(arrays, meta, source="the state to save")
+        return checkpoint.save(sim, Path(out) / "checkpoint.h5", extra={"biaxial": test}), None
+    except (ValueError, OSError, MemoryError) as exc:
+        return None, str(exc)
+
+
+def drive_test(sim, test, out, **kwargs):
+    """B.run_test with the faults of a long run turned into a checkpoint and a one-line message."""
+    from ..scenarios import biaxial as B
+    from .interrupts import RunStopped
+    out = Path(out)
+    restart_hint = f"continue with: graindem run --restart {out / 'checkpoint.h5'} --out {out}"
+    try:
+        return B.run_test(sim, test, out=out, **kwargs)
+    except RunStopped as exc:
+        path, why = _save_state(sim, test, out)
+        where = f"checkpoint written to {path}; {restart_hint}" if path else f"no checkpoint written ({why})"
+        raise RunStopped(exc.signal, exc.step, f"{exc}; {where}") from None
+    except MemoryError as exc:
+        # the history store could not grow: the state is the end of a complete step, save it
+        step = sim.step_count - test["start_step"]
+        path, why = _save_state(sim, test, out)
+        tail = (f"checkpoint of step {step} written to {path}; {restart_hint}" if path else
+                f"no new checkpoint ({why}); the last good checkpoint in {out} is intact")
+        raise RunFailed(f"the run stopped at step {step} of the test: out of memory: {exc}; {tail}") from exc
+    except OSError as exc:
+        # an output could not be written: no new checkpoint (its series row may be missing or torn);
+        # the last one, written after a complete row, stays as it was (checkpoints replace atomically)
+        from ..io.outputs import is_disk_full
+        from ..core import layout as K
+        from .simulation import Diverged
+        step = sim.step_count - test["start_step"]
+        what = "disk full" if is_disk_full(exc) else f"cannot write: {exc.strerror or exc}"
+        if int(sim.out[K.OUT_STATUS]) == K.STATUS_DIVERGED:  # the report outlives a failed diverged.h5
+            raise Diverged(f"run diverged at step {step} of the test; writing {out / 'diverged.h5'} failed "
+                           f"({what}); the last good checkpoint {out / 'checkpoint.h5'} is intact") from exc
+        raise RunFailed(f"the run stopped at step {step} of the test: {what} ({exc.filename or out}); the last "
+                        f"good checkpoint {out / 'checkpoint.h5'} is intact; free space and {restart_hint}") from exc
+
+
+class RunFailed(RuntimeError):
+    """A run stopped by a fault outside its input (disk, memory); the message says what was saved."""
 
 
 def _announce(quiet):
@@ -46,11 +141,15 @@ def run_scenario(config, out, steps=None, quiet=False):
     load = config["loading"]
     if load["kind"] == "none":
         raise ValueError("loading.kind = 'none' has nothing to run in the biaxial scenario; use 'biaxial' or 'isotropic'")
+    from ..io.scenario import refuse_unused_keys
+    refuse_unused_keys(config)
     mat = config["material"]
     part = config["particles"]
     announce = _announce(quiet)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    # particles for the free-space estimate (a CSV row holds at least ~20 characters)
+    n_guess = part["n"] if not part["file"] else max(1, Path(part["file"]).stat().st_size // 20
+                                                    if Path(part["file"]).is_file() else 1)
+    out = prepare_output_folder(out, need_bytes=2 * CHECKPOINT_BYTES_PER_PARTICLE * n_guess + (1 << 20))
     t0 = time.perf_counter()
     material = {"E": mat["E"], "nu": mat["nu"], "density": mat["density"], "mu": mat["mu"]}
     more = config.get("materials") or {}
@@ -83,7 +182,8 @@ def run_scenario(config, out, steps=None, quiet=False):
         summary = {"law": config["contact"]["law"], "n_particles": sim.n, "steps": sim.step_count,
                    **{k: v for k, v in sim.measure().items() if k in ("pressure", "void_ratio", "coordination",
                                                                         "n_contacts")}}
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        from ..io.outputs import atomic_write_text
+        atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
         return summary
     total_strain = load["total_strain"]
     if load["strain_rate"] is not None:
@@ -96,13 +196,15 @@ def run_scenario(config, out, steps=None, quiet=False):
             if rate != 0.0:
                 sim.control_shear(plane, strain_rate=rate)
     test["config"] = config
+    test["run_id"] = uuid.uuid4().hex
+    _write_run_identity(out, test["run_id"])
     if announce:
         announce(B.dt_line(sim))
         announce(f"biaxial test, law {test['law']}: {sim.n} spheres, {nsteps} steps to "
                  f"{100 * total_strain:.2f} % axial strain")
-    rows, rate = B.run_test(sim, test, out=out, steps=run_steps, output_interval=sim_cfg["output_interval"],
-                            vtk_interval=(sim_cfg["vtk_interval"] or sim_cfg["output_interval"]) if config["output"]["vtk"] else 0,
-                            quiet=quiet, checkpoint_interval=sim_cfg["checkpoint_interval"])
+    rows, rate = drive_test(sim, test, out, steps=run_steps, output_interval=sim_cfg["output_interval"],
+                        vtk_interval=(sim_cfg["vtk_interval"] or sim_cfg["output_interval"]) if config["output"]["vtk"] else 0,
+                        quiet=quiet, checkpoint_interval=sim_cfg["checkpoint_interval"])
     return _finish(sim, test, out, rate, t0, announce, config)
 
 
@@ -214,7 +316,8 @@ def _finish(sim, test, out, rate, t0, announce, config):
         B.plot_results(series, out, test["law"], announce=announce)
     summary = B.summarize(rows, test["law"], sim.n, sim.step_count - test["start_step"], rate)
     summary["runtime_s"] = time.perf_counter() - t0
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    from ..io.outputs import atomic_write_text
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))
     if announce and summary["peak_stress_ratio"] is None:
         announce(f"no output step in this run ({rate:.0f} steps/s); wrote {out / 'summary.json'}")
     elif announce:
@@ -229,14 +332,22 @@ def restart(checkpoint_path, out, steps=None, quiet=False):
     from ..scenarios import biaxial as B
     announce = _announce(quiet)
     t0 = time.perf_counter()
-    sim, extra = checkpoint.load(checkpoint_path)
+    size = Path(checkpoint_path).stat().st_size if Path(checkpoint_path).exists() else 0
+    out = prepare_output_folder(out, need_bytes=3 * size + (1 << 20))
+    sim, extra = checkpoint.load(checkpoint_path, for_restart=True)
     if not extra or "biaxial" not in extra:
         raise ValueError(f"{checkpoint_path} holds no biaxial run to continue (a prepared packing? run a scenario)")
     test = extra["biaxial"]
     config = test.get("config")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    resume = (Path(out) / "series.csv").exists()
+    resume = (out / "series.csv").exists()
+    folder_run = read_run_identity(out)
+    if resume and folder_run != test.get("run_id"):
+        raise ValueError(f"--out {str(out)!r} holds the series of another run (run id {folder_run}) than the "
+                         f"checkpoint {str(checkpoint_path)!r} (run id {test.get('run_id')}); restart into an empty "
+                         "folder or the run's own one")
+    if not resume:
+        test["run_id"] = test.get("run_id") or uuid.uuid4().hex
+        _write_run_identity(out, test["run_id"])
     sim.verbose = announce is not None
     vtk_interval = 0
     output_interval = 1000
@@ -248,14 +359,15 @@ def restart(checkpoint_path, out, steps=None, quiet=False):
             vtk_interval = config["simulation"]["vtk_interval"] or output_interval
     if announce:
         announce(f"restarting from {checkpoint_path} at step {sim.step_count - test['start_step']} of the test")
-    rows, rate = B.run_test(sim, test, out=out, steps=steps, output_interval=output_interval,
-                            vtk_interval=vtk_interval, quiet=quiet, resume=resume,
-                            checkpoint_interval=checkpoint_interval)
+    rows, rate = drive_test(sim, test, out, steps=steps, output_interval=output_interval,
+                        vtk_interval=vtk_interval, quiet=quiet, resume=resume, checkpoint_interval=checkpoint_interval)
     return _finish(sim, test, out, rate, t0, announce, config)
 
 
 def run(args):
-    from ..engine.simulation import Diverged
+    """`graindem run`: returns 0, or 2 for bad arguments; other failures raise (graindem.cli maps
+    them to exit codes: bad input 2, divergence 3, interrupt 130, disk/memory 1)."""
+    from .interrupts import StopRequests
     from ..io.scenario import apply_overrides, load_scenario
     if (args.scenario is None) == (args.restart is None):
         print("graindem run: give a scenario file or --restart CHECKPOINT (one of them)", file=sys.stderr)
@@ -267,7 +379,7 @@ def run(args):
     if args.steps is not None and args.steps < 0:
         print(f"graindem run: --steps must be >= 0, got {args.steps}", file=sys.stderr)
         return 2
-    try:
+    with StopRequests():  # SIGINT/SIGTERM from here on stop at the end of a step (engine.interrupts)
         if args.restart is not None:
             restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
         else:
@@ -275,10 +387,4 @@ def run(args):
             if args.adaptive_dt:
                 config = apply_overrides(config, {"simulation.adaptive_dt": True})
             run_scenario(config, args.out, steps=args.steps, quiet=args.quiet)
-    except Diverged as exc:
-        print(f"graindem run: {exc}", file=sys.stderr)
-        return 3
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"graindem run: {exc}", file=sys.stderr)
-        return 2
     return 0

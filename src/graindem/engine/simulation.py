@@ -455,20 +455,22 @@ class Simulation:
             worst = min(worst, 2.0 * node_contact_time_step(0.5 * m, K))
         return worst
 
-    def _run_grains(self, steps, callback, every, phase):
+    def _run_grains(self, steps, callback, every, phase, stops):
         import time
         t0 = time.perf_counter()
         done = 0
         while done < steps:
-            chunk = steps - done
+            chunk = min(steps - done, stops.chunk_limit())
             if every is not None:
                 chunk = min(chunk, every - (self.step_count - phase) % every)
+            stops.start_chunk()
             self.grains.run(chunk, self.dt, self.gravity, self.cell, self.periodic, self.walls, self.grain_contact,
                             self.skin)
             done += chunk
             self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
             if callback is not None and every is not None and (self.step_count - phase) % every == 0:
                 callback(self)
+            stops.after_chunk(chunk, self.step_count)
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
 
@@ -873,7 +875,18 @@ class Simulation:
         is a multiple of `every` (reads only).
 
         on_diverge(sim) is called (e.g. to write a checkpoint) before Diverged is raised.
+        SIGINT/SIGTERM stop the run at the end of a step with engine.interrupts.RunStopped (a
+        KeyboardInterrupt); the state is then complete and can be saved to continue exactly.
         """
+        # kernel chunks bounded in time, so that stop requests are honoured between them
+        from .interrupts import StopRequests
+        with StopRequests(self.max_chunk_steps) as stops:
+            return self._run_chunks(steps, callback, every, on_diverge, phase, stops)
+
+    # None: chunks of ~engine.interrupts.CHUNK_SECONDS; an int fixes the steps per kernel call
+    max_chunk_steps = None
+
+    def _run_chunks(self, steps, callback, every, on_diverge, phase, stops):
         import time
         steps = int(steps)
         if steps < 0:
@@ -884,11 +897,11 @@ class Simulation:
             if every < 1:
                 raise ValueError(f"every must be >= 1, got {every}")
         if self.grains is not None:
-            return self._run_grains(steps, callback, every, phase)
+            return self._run_grains(steps, callback, every, phase, stops)
         done = 0
         t0 = time.perf_counter()
         while done < steps:
-            chunk = steps - done
+            chunk = min(steps - done, stops.chunk_limit())
             if every is not None:
                 chunk = min(chunk, every - (int(self.ictl[ICTL_STEP]) - phase) % every)
             if self.adaptive_dt:
@@ -898,6 +911,7 @@ class Simulation:
                 chunk = min(chunk, self.adaptive_dt_interval - step % self.adaptive_dt_interval)
             self.store.ensure_free(int(self.ictl[ICTL_NPAIRS]) + self.n * self.walls.shape[0] + 1024)
             st = self.store
+            stops.start_chunk()
             run_steps(chunk, self.pos, self.vel, self.omega, self.quat, self.force, self.torque,
                       self.radius, self.mass, self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl,
                       self.ictl, self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist,
@@ -914,6 +928,7 @@ class Simulation:
                 self._diverged(on_diverge)
             if callback is not None and every is not None and (int(self.ictl[ICTL_STEP]) - phase) % every == 0:
                 callback(self)
+            stops.after_chunk(int(self.out[OUT_STEPS]), int(self.ictl[ICTL_STEP]))
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
 
@@ -1145,6 +1160,11 @@ class Simulation:
 
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
+        from ..io.checkpoint_check import validate_engine_state, validate_grain_state  # before anything runs
+        if isinstance(meta, dict) and meta.get("bodies") == "levelset":
+            validate_grain_state(arrays, meta)
+        else:
+            validate_engine_state(arrays, meta)
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
         if meta.get("bodies") == "levelset":

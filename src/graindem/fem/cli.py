@@ -30,13 +30,67 @@ def add_arguments(parser):
     ex.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
-def _read_config(path):
-    with open(path, "rb") as fh:
-        cfg = tomllib.load(fh)
+# key -> (kind, check, allowed) per geometry; kind: "number", "int", "bool", "str", "numbers"
+_POSITIVE = (lambda v: v > 0, "> 0")
+_NU = (lambda v: -1.0 < v < 0.5, "in (-1, 0.5)")
+_ANY = (lambda v: True, "")
+_COMMON = {"geometry": ("str", (lambda v: v in GEOMETRIES, f"one of {GEOMETRIES}")),
+           "plots": ("bool", _ANY), "E": ("number", _POSITIVE), "nu": ("number", _NU), "rho": ("number", _POSITIVE)}
+CONFIG_KEYS = {
+    "sphere_compaction": {**_COMMON, "radius": ("number", _POSITIVE), "mesh_size": ("number", _POSITIVE),
+                          "eps": ("numbers", (lambda v: 0.0 < v < 1.0, "each in (0, 1)")),
+                          "coordinate": ("str", (lambda v: v in ("length", "relative"), "'length' or 'relative'")),
+                          "mode_eps": ("number", (lambda v: 0.0 < v < 1.0, "in (0, 1)")),
+                          "basis": ("str", (lambda v: v in ("single", "pod", "difference"),
+                                            "'single', 'pod' or 'difference'")),
+                          "n_modes": ("int", (lambda v: v >= 1, ">= 1")), "energy_orthogonal": ("bool", _ANY)},
+    "cantilever": {**_COMMON, "length": ("number", _POSITIVE), "width": ("number", _POSITIVE),
+                   "height": ("number", _POSITIVE), "elements_along": ("int", (lambda v: v >= 1, ">= 1")),
+                   "elements_across": ("int", (lambda v: v >= 1, ">= 1"))},
+}
+
+
+def _is_number(v):
+    import math
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_config(cfg, source="config"):
+    """Refuse unknown keys and values of the wrong type or range, naming the key (before any work)."""
+    import difflib
     geometry = cfg.get("geometry")
     if geometry not in GEOMETRIES:
-        raise ValueError(f"geometry must be one of {GEOMETRIES}, got {geometry!r}")
+        raise ValueError(f"{source}: geometry must be one of {GEOMETRIES}, got {geometry!r}")
+    known = CONFIG_KEYS[geometry]
+    for key, value in cfg.items():
+        if key not in known:
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known for {geometry}: {', '.join(known)})"
+            raise ValueError(f"{source}: unknown key {key!r}{hint}")
+        kind, (ok, allowed) = known[key]
+        type_ok = {"number": _is_number(value), "int": isinstance(value, int) and not isinstance(value, bool),
+                   "bool": isinstance(value, bool), "str": isinstance(value, str),
+                   "numbers": isinstance(value, list) and len(value) > 0 and all(_is_number(v) for v in value)}[kind]
+        word = {"number": "a finite number", "int": "an integer", "bool": "true or false", "str": "a string",
+                "numbers": "a non-empty list of finite numbers"}[kind]
+        values = value if kind == "numbers" and type_ok else [value]
+        if not type_ok or not all(ok(v) for v in values):
+            raise ValueError(f"{source}: {key} must be {word}{' ' + allowed if allowed else ''}; got {value!r}")
+    if "mode_eps" in cfg and "eps" in cfg and cfg["mode_eps"] not in cfg["eps"]:
+        raise ValueError(f"{source}: mode_eps must be one of eps {cfg['eps']}; got {cfg['mode_eps']!r}")
     return cfg
+
+
+def _read_config(path):
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"modes config {str(path)!r} does not exist")
+    try:
+        with open(path, "rb") as fh:
+            cfg = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"modes config {str(path)!r} is not valid TOML: {exc}") from None
+    return check_config(cfg, source=str(path))
 
 
 def surface_triangles(tets):

@@ -3,16 +3,31 @@
 The format is documented in docs/mode-file.md; `FORMAT_VERSION` is bumped on any incompatible change.
 Fields live on a *linear* tetrahedral mesh (quadratic FEM results are stored on the 8-way split of each
 quadratic tetrahedron, so every FEM node keeps its value and consumers only need barycentric interpolation).
+
+Integrity: every dataset carries a `sha256` attribute of its raw bytes and the root a `content_sha256`
+over the format, version, units, metadata and every dataset's (name, dtype, shape, sha256) (version 2;
+version 1 files have none and are read without that check). Files are written atomically (a temporary
+file in the same folder, flushed and renamed over the target), so a refused or interrupted write leaves
+the old file intact. Reading refuses, naming the file and the field: versions outside
+1..FORMAT_VERSION, datasets larger than the file, non-finite values, tetrahedron or surface indices
+outside the node range, and shapes that do not match (phi (A, n, 3), mass/stiffness (A, A), ...).
 """
 
+import hashlib
+import json
+import os
 from dataclasses import dataclass, field
 
 import h5py
 import numpy as np
 from scipy.spatial import cKDTree
 
+from ..io.checkpoint import array_sha256, check_declared_sizes
+from ..io.outputs import replacing
+
 FORMAT_NAME = "graindem-modes"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+OLDEST_FORMAT_VERSION = 1
 
 
 @dataclass
@@ -190,84 +205,192 @@ def _closest_point_on_triangles(tri, p):
     return best
 
 
-def _optional(group, name, value):
-    if value is not None:
-        group.create_dataset(name, data=np.asarray(value))
+def _content_digest(version, units, metadata, table):
+    doc = json.dumps({"format": FORMAT_NAME, "format_version": int(version), "units": units, "metadata": metadata,
+                      "datasets": sorted(table)}, sort_keys=True, default=str)
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+def _attrs_text(attrs):
+    """Attributes as JSON-able text values (the form the content checksum covers)."""
+    out = {}
+    for k, v in attrs.items():
+        v = v.tolist() if isinstance(v, (np.ndarray, np.generic)) else v
+        out[k] = v.decode() if isinstance(v, bytes) else v
+    return out
+
+
+def _datasets(h5):
+    found = []
+    h5.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+    return sorted(found)
 
 
 def write_mode_file(path, modes: ModeSet):
-    """Write `modes` (a ModeSet) to the HDF5 file `path` (overwritten)."""
+    """Write `modes` (a ModeSet) to the HDF5 file `path`, replacing it atomically."""
     phi = np.asarray(modes.phi, dtype=float)
     nodes = np.asarray(modes.nodes, dtype=float)
     tets = np.asarray(modes.tets, dtype=np.int64)
     if nodes.ndim != 2 or nodes.shape[1] != 3:
         raise ValueError(f"nodes must have shape (n, 3), got {nodes.shape}")
-    if tets.ndim != 2 or tets.shape[1] != 4 or tets.min() < 0 or tets.max() >= len(nodes):
-        raise ValueError("tets must have shape (t, 4) with indices in [0, n_nodes)")
-    if phi.ndim != 3 or phi.shape[1:] != nodes.shape:
-        raise ValueError(f"phi must have shape (A, {len(nodes)}, 3), got {phi.shape}")
+    if tets.ndim != 2 or tets.shape[1] != 4 or tets.shape[0] == 0 or tets.min() < 0 or tets.max() >= len(nodes):
+        raise ValueError("tets must have shape (t, 4), t >= 1, with indices in [0, n_nodes)")
+    if phi.ndim != 3 or phi.shape[1:] != nodes.shape or phi.shape[0] < 1:
+        raise ValueError(f"phi must have shape (A, {len(nodes)}, 3) with A >= 1, got {phi.shape}")
     n_modes = phi.shape[0]
     for name in ("mass", "stiffness"):
         value = getattr(modes, name)
         if value is not None and np.shape(value) != (n_modes, n_modes):
             raise ValueError(f"{name} must have shape ({n_modes}, {n_modes}), got {np.shape(value)}")
+    if modes.mass is not None and np.any(np.diag(np.asarray(modes.mass, dtype=float)) <= 0):
+        raise ValueError(f"mass must have a positive diagonal (generalized masses), got {np.diag(modes.mass).tolist()}")
     if (modes.force_table is None) != (modes.force_eps is None):
         raise ValueError("force_eps and force_table must be given together")
-    with h5py.File(path, "w") as h5:
-        h5.attrs["format"] = FORMAT_NAME
-        h5.attrs["format_version"] = FORMAT_VERSION
-        mesh = h5.create_group("mesh")
-        mesh.create_dataset("nodes", data=nodes)
-        mesh.create_dataset("tets", data=tets)
-        _optional(mesh, "surface", modes.surface)
-        grp = h5.create_group("modes")
-        grp.create_dataset("phi", data=phi)
-        grp.attrs["names"] = np.array([str(n) for n in (modes.mode_names or [f"mode{i}" for i in range(n_modes)])],
-                                      dtype=h5py.string_dtype())
-        _optional(grp, "mass", modes.mass)
-        _optional(grp, "stiffness", modes.stiffness)
-        if modes.force_table is not None:
-            ft = h5.create_group("force_table")
-            ft.create_dataset("eps", data=np.asarray(modes.force_eps, dtype=float))
-            ft.create_dataset("force", data=np.asarray(modes.force_table, dtype=float).reshape(len(modes.force_eps), -1))
-        if modes.energy_coefficients is not None:
-            if modes.energy_exponents is None or np.shape(modes.energy_exponents) != np.shape(modes.energy_coefficients):
-                raise ValueError("energy_exponents must be given with the same shape as energy_coefficients")
-            h5.create_dataset("energy_fit/coefficients", data=np.asarray(modes.energy_coefficients, dtype=float))
-            h5.create_dataset("energy_fit/exponents", data=np.asarray(modes.energy_exponents, dtype=float))
-        units = h5.create_group("units")
-        for k, v in modes.units.items():
-            units.attrs[k] = str(v)
-        meta = h5.create_group("metadata")
-        for k, v in modes.metadata.items():
-            meta.attrs[k] = v if isinstance(v, (int, float, str, np.ndarray, np.number)) else str(v)
+    if modes.energy_coefficients is not None and (
+            modes.energy_exponents is None or np.shape(modes.energy_exponents) != np.shape(modes.energy_coefficients)):
+        raise ValueError("energy_exponents must be given with the same shape as energy_coefficients")
+    for name in ("nodes", "phi", "mass", "stiffness", "force_eps", "force_table", "energy_coefficients",
+                 "energy_exponents"):
+        value = getattr(modes, name)
+        if value is not None and not np.all(np.isfinite(np.asarray(value, dtype=float))):
+            raise ValueError(f"{name} must be finite everywhere")
+    datasets = {"mesh/nodes": nodes, "mesh/tets": tets, "modes/phi": phi}
+    if modes.surface is not None:
+        datasets["mesh/surface"] = np.asarray(modes.surface)
+    for name in ("mass", "stiffness"):
+        if getattr(modes, name) is not None:
+            datasets[f"modes/{name}"] = np.asarray(getattr(modes, name))
+    if modes.force_table is not None:
+        datasets["force_table/eps"] = np.asarray(modes.force_eps, dtype=float)
+        datasets["force_table/force"] = np.asarray(modes.force_table, dtype=float).reshape(len(modes.force_eps), -1)
+    if modes.energy_coefficients is not None:
+        datasets["energy_fit/coefficients"] = np.asarray(modes.energy_coefficients, dtype=float)
+        datasets["energy_fit/exponents"] = np.asarray(modes.energy_exponents, dtype=float)
+    names = np.array([str(n) for n in (modes.mode_names or [f"mode{i}" for i in range(n_modes)])],
+                     dtype=h5py.string_dtype())
+    with replacing(path) as tmp:
+        with h5py.File(tmp, "w") as h5:
+            h5.attrs["format"] = FORMAT_NAME
+            h5.attrs["format_version"] = FORMAT_VERSION
+            table = []
+            for name, value in datasets.items():
+                value = np.ascontiguousarray(value)
+                h5.create_dataset(name, data=value).attrs["sha256"] = digest = array_sha256(value)
+                table.append([name, value.dtype.str, list(value.shape), digest])
+            h5["modes"].attrs["names"] = names
+            units = h5.create_group("units")
+            for k, v in modes.units.items():
+                units.attrs[k] = str(v)
+            meta = h5.create_group("metadata")
+            for k, v in modes.metadata.items():
+                meta.attrs[k] = v if isinstance(v, (int, float, str, np.ndarray, np.number)) else str(v)
+            h5.attrs["content_sha256"] = _content_digest(FORMAT_VERSION, _attrs_text(units.attrs),
+                                                         _attrs_text(meta.attrs), table)
+
+
+def _check_read(path, modes):
+    """Refuse a mode set whose fields do not fit together (see the module docstring)."""
+    def bad(what):
+        raise ValueError(f"mode file {str(path)!r}: {what}")
+
+    nodes, tets, phi = modes.nodes, modes.tets, modes.phi
+    if nodes.ndim != 2 or nodes.shape[1] != 3 or nodes.shape[0] < 4 or nodes.dtype.kind != "f":
+        bad(f"mesh/nodes must be real numbers of shape (n >= 4, 3), got {nodes.dtype} {nodes.shape}")
+    n = nodes.shape[0]
+    if tets.ndim != 2 or tets.shape[1] != 4 or tets.shape[0] < 1 or tets.dtype.kind not in "iu":
+        bad(f"mesh/tets must be integers of shape (t >= 1, 4), got {tets.dtype} {tets.shape}")
+    if tets.min() < 0 or tets.max() >= n:
+        bad(f"mesh/tets must hold node indices in [0, {n}), got values in [{tets.min()}, {tets.max()}]")
+    if modes.surface is not None:
+        sf = modes.surface
+        if sf.ndim != 2 or sf.shape[1] != 3 or sf.dtype.kind not in "iu" or (sf.size and (sf.min() < 0 or sf.max() >= n)):
+            bad(f"mesh/surface must be triangles (s, 3) of node indices in [0, {n})")
+    if phi.ndim != 3 or phi.shape[0] < 1 or phi.shape[1:] != (n, 3) or phi.dtype.kind != "f":
+        bad(f"modes/phi must be real numbers of shape (A >= 1, {n}, 3), got {phi.dtype} {phi.shape}")
+    A = phi.shape[0]
+    for name in ("mass", "stiffness"):
+        value = getattr(modes, name)
+        if value is not None and (value.shape != (A, A) or value.dtype.kind != "f"):
+            bad(f"modes/{name} must be real numbers of shape ({A}, {A}), got {value.dtype} {value.shape}")
+    if modes.mass is not None and np.any(np.diag(modes.mass) <= 0):
+        bad(f"modes/mass must have a positive diagonal, got {np.diag(modes.mass).tolist()}")
+    if (modes.force_eps is None) != (modes.force_table is None):
+        bad("force_table/eps and force_table/force must be given together")
+    if modes.force_eps is not None:
+        e, f = modes.force_eps, modes.force_table
+        if e.ndim != 1 or e.size < 2 or f.shape != (e.size, A) or np.any(np.diff(e) <= 0):
+            bad(f"force_table must hold increasing eps (k >= 2,) and force (k, {A}); got {e.shape}, {f.shape}")
+    if (modes.energy_coefficients is None) != (modes.energy_exponents is None) or (
+            modes.energy_coefficients is not None
+            and modes.energy_coefficients.shape != modes.energy_exponents.shape):
+        bad("energy_fit/coefficients and energy_fit/exponents must be given together, of one shape")
+    for name in ("nodes", "phi", "mass", "stiffness", "force_eps", "force_table", "energy_coefficients",
+                 "energy_exponents"):
+        value = getattr(modes, name)
+        if value is not None and not np.all(np.isfinite(value)):
+            bad(f"{name} must be finite everywhere")
+    if modes.mode_names and len(modes.mode_names) != A:
+        bad(f"modes/names must name each of the {A} modes, got {len(modes.mode_names)}")
 
 
 def read_mode_file(path) -> ModeSet:
-    """Read a mode file written by `write_mode_file` (checks the format name and version)."""
-    with h5py.File(path, "r") as h5:
-        if h5.attrs.get("format") != FORMAT_NAME:
-            raise ValueError(f"{path} is not a graindem mode file (format attribute {h5.attrs.get('format')!r})")
-        version = int(h5.attrs["format_version"])
-        if version > FORMAT_VERSION:
-            raise ValueError(f"{path} has format_version {version}; this graindem reads up to {FORMAT_VERSION}")
-
-        def get(name):
-            return h5[name][()] if name in h5 else None
-
-        ft = get("force_table/force")
-        return ModeSet(
-            nodes=h5["mesh/nodes"][()],
-            tets=h5["mesh/tets"][()],
-            phi=h5["modes/phi"][()],
-            mass=get("modes/mass"),
-            stiffness=get("modes/stiffness"),
-            surface=get("mesh/surface"),
-            force_eps=get("force_table/eps"),
-            force_table=ft,
-            energy_coefficients=get("energy_fit/coefficients"),
-            energy_exponents=get("energy_fit/exponents"),
-            mode_names=[s.decode() if isinstance(s, bytes) else str(s) for s in h5["modes"].attrs.get("names", [])],
-            units={k: str(v) for k, v in h5["units"].attrs.items()},
-            metadata={k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5["metadata"].attrs.items()},
-        )
+    """Read and validate a mode file written by `write_mode_file` (see the module docstring)."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"mode file {str(path)!r} does not exist")
+    try:
+        h5 = h5py.File(path, "r")
+    except OSError as exc:
+        raise ValueError(f"mode file {str(path)!r} is not a readable HDF5 file (corrupt or truncated?): {exc}") from None
+    try:
+        with h5:
+            fmt = h5.attrs.get("format")
+            fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+            if fmt != FORMAT_NAME:
+                raise ValueError(f"{path} is not a graindem mode file (format attribute {fmt!r})")
+            version = h5.attrs.get("format_version")
+            version = version.item() if isinstance(version, np.generic) else version
+            if isinstance(version, bool) or not isinstance(version, int) \
+                    or not OLDEST_FORMAT_VERSION <= int(version) <= FORMAT_VERSION:
+                raise ValueError(f"mode file {str(path)!r}: format_version must be an integer in "
+                                 f"[{OLDEST_FORMAT_VERSION}, {FORMAT_VERSION}], got {version!r}")
+            version = int(version)
+            check_declared_sizes(h5, path, what="mode file")
+            values, table = {}, []
+            for name in _datasets(h5):
+                ds = h5[name]
+                value = np.asarray(ds[()])
+                if version >= 2:
+                    expected = ds.attrs.get("sha256")
+                    expected = expected.decode() if isinstance(expected, bytes) else expected
+                    if expected != array_sha256(value):
+                        raise ValueError(f"mode file {str(path)!r}: dataset {name!r} fails its checksum (file damaged)")
+                    table.append([name, value.dtype.str, list(value.shape), expected])
+                values[name] = value
+            units = _attrs_text(h5["units"].attrs) if "units" in h5 else {}
+            metadata = _attrs_text(h5["metadata"].attrs) if "metadata" in h5 else {}
+            if version >= 2:
+                stored = h5.attrs.get("content_sha256")
+                stored = stored.decode() if isinstance(stored, bytes) else stored
+                if stored != _content_digest(version, units, metadata, table):
+                    raise ValueError(f"mode file {str(path)!r} fails its content checksum (units, metadata or the "
+                                     "dataset table damaged)")
+            for required in ("mesh/nodes", "mesh/tets", "modes/phi"):
+                if required not in values:
+                    raise ValueError(f"mode file {str(path)!r} lacks the dataset {required!r}")
+            names = h5["modes"].attrs.get("names", [])
+            modes = ModeSet(
+                nodes=values["mesh/nodes"], tets=values["mesh/tets"], phi=values["modes/phi"],
+                mass=values.get("modes/mass"), stiffness=values.get("modes/stiffness"),
+                surface=values.get("mesh/surface"), force_eps=values.get("force_table/eps"),
+                force_table=values.get("force_table/force"),
+                energy_coefficients=values.get("energy_fit/coefficients"),
+                energy_exponents=values.get("energy_fit/exponents"),
+                mode_names=[s.decode() if isinstance(s, bytes) else str(s) for s in names],
+                units={k: str(v) for k, v in units.items()},
+                metadata={k: (v.item() if isinstance(v, np.generic) else v) for k, v in h5["metadata"].attrs.items()}
+                if "metadata" in h5 else {},
+            )
+    except (KeyError, OSError, TypeError) as exc:
+        raise ValueError(f"mode file {str(path)!r} is damaged and cannot be read: {exc}") from None
+    _check_read(path, modes)
+    return modes

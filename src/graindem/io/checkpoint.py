@@ -8,15 +8,25 @@ Interface:
         including nan/inf, strings, bools, None, lists, dicts with string keys; numpy scalars are
         stored as the Python numbers they hold), e.g. the step
         count, dt, law name, numpy Generator state (`rng.bit_generator.state`).
-    load_checkpoint(path, *, required=()) -> (arrays, metadata)
+    load_checkpoint(path, *, required=(), max_bytes=MAX_BYTES) -> (arrays, metadata)
         Returns every array with its dtype, shape and bits exactly as saved (NaN payloads, -0.0,
         byte order included) and the metadata as json.loads gives it back (tuples become lists).
-        `required` lists array names that must be present.
+        `required` lists array names that must be present; a file whose datasets declare more
+        than `max_bytes` in total, or more than the file itself holds, is refused before any
+        dataset is read.
     checkpoint_info(path) -> dict  (schema, graindem version, names, shapes, dtypes; reads no data)
 
 What the file holds: root attributes `format` = "graindem-checkpoint", `schema` (int),
-`graindem_version`, `metadata` (JSON text); one dataset per array, each with a `sha256` attribute
-of its raw bytes, checked on load, so a damaged file is reported rather than silently restarted.
+`graindem_version`, `metadata` (JSON text), `file_sha256`; one dataset per array (contiguous,
+uncompressed), each with a `sha256` attribute of its raw bytes. `file_sha256` covers the format,
+schema, version, metadata text and every array's name, dtype, shape and checksum, so damage
+anywhere in the file, metadata included, is reported rather than silently restarted. (Checksums
+detect damage, not forgery: what the arrays mean is validated by the reader, e.g.
+graindem.io.checkpoint_check for engine checkpoints.)
+
+Schema policy: SCHEMA_VERSION is the layout written. A newer schema is refused (this graindem
+cannot know its meaning); older known schemas are converted on load: schema 1 lacks file_sha256
+(its arrays' checksums are still checked); anything below 1 is refused.
 
 Writes are atomic: the file is written under a temporary name in the target folder, flushed to
 disk (fsync) and renamed over the target, so a crash leaves either the old checkpoint or the new
@@ -30,23 +40,39 @@ the path. Bad arguments to save raise ValueError before anything is written.
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from .. import __version__
+from .outputs import replacing
 
-__all__ = ["SCHEMA_VERSION", "save_checkpoint", "load_checkpoint", "checkpoint_info"]
+__all__ = ["SCHEMA_VERSION", "MAX_BYTES", "save_checkpoint", "load_checkpoint", "checkpoint_info", "array_sha256",
+           "check_declared_sizes"]
 
 FORMAT = "graindem-checkpoint"
-# Bump when the meaning of stored arrays changes; loading refuses files from a newer schema.
-SCHEMA_VERSION = 1
+# Bump when the layout of the file changes; loading refuses files from a newer schema (see above).
+SCHEMA_VERSION = 2
+OLDEST_SCHEMA = 1
+# Largest total of array bytes a checkpoint may declare (64 GiB): a bound on what a load allocates.
+MAX_BYTES = 1 << 36
 
 
-def _digest(array):
+def array_sha256(array):
+    """sha256 (hex) of an array's raw bytes in C order."""
     return hashlib.sha256(np.ascontiguousarray(array).view(np.uint8).reshape(-1).tobytes() if array.size else b"").hexdigest()
+
+
+def _file_digest(fmt, schema, version, meta_text, table):
+    """sha256 over the header, the metadata text and the (name, dtype, shape, sha256) table."""
+    doc = json.dumps({"format": fmt, "schema": int(schema), "graindem_version": str(version),
+                      "metadata": meta_text, "arrays": sorted(table)}, sort_keys=True)
+    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
+
+
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _numpy_scalar(value):
@@ -93,33 +119,19 @@ def save_checkpoint(path, arrays, metadata=None, *, schema=SCHEMA_VERSION):
     if not isinstance(schema, int) or schema < 1:
         raise ValueError(f"schema must be an integer >= 1; got {schema!r}")
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with replacing(path) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs["format"] = FORMAT
             f.attrs["schema"] = schema
             f.attrs["graindem_version"] = __version__
             f.attrs["metadata"] = meta_text
+            table = []
             for name, value in arrays.items():
                 ds = f.create_dataset(name, data=value)
-                ds.attrs["sha256"] = _digest(value)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename itself durable; not possible on every platform
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
+                ds.attrs["sha256"] = digest = array_sha256(value)
+                table.append([name, value.dtype.str, list(value.shape), digest])
+            if schema >= 2:
+                f.attrs["file_sha256"] = _file_digest(FORMAT, schema, __version__, meta_text, table)
     return path
 
 
@@ -137,16 +149,51 @@ def _open(path):
             fmt = fmt.decode()
         if fmt != FORMAT:
             raise ValueError(f"{str(path)!r} is an HDF5 file but not a graindem checkpoint (format attribute {fmt!r})")
-        schema = int(f.attrs["schema"])
+        schema = f.attrs["schema"]
+        if not isinstance(schema, (int, np.integer)):
+            raise ValueError(f"checkpoint {str(path)!r}: schema attribute {schema!r} is not an integer")
+        schema = int(schema)
+        if schema < OLDEST_SCHEMA:
+            raise ValueError(f"checkpoint {str(path)!r} has schema {schema}; this graindem reads schemas "
+                             f"{OLDEST_SCHEMA}..{SCHEMA_VERSION}")
         if schema > SCHEMA_VERSION:
             raise ValueError(
                 f"checkpoint {str(path)!r} has schema {schema}, newer than this graindem ({__version__}) reads "
                 f"(<= {SCHEMA_VERSION}); written by graindem {f.attrs.get('graindem_version')!r}"
             )
+    except (KeyError, TypeError, OSError, RuntimeError) as exc:
+        f.close()
+        raise ValueError(f"checkpoint {str(path)!r} has a damaged header: {exc}") from None
     except BaseException:
         f.close()
         raise
     return f
+
+
+def check_declared_sizes(f, path, max_bytes=MAX_BYTES, what="checkpoint"):
+    """Refuse datasets of the open HDF5 file `f` (at `path`) whose declared size the file cannot
+    hold, or stored otherwise than graindem stores arrays, before reading any of them."""
+    file_size = os.path.getsize(path)
+    total = 0
+    for name in _datasets(f):
+        ds = f[name]
+        if ds.dtype.kind not in "biufc" or ds.dtype.fields is not None:
+            raise ValueError(f"{what} {str(path)!r}: array {name!r} has the unsupported dtype {ds.dtype}")
+        plist = ds.id.get_create_plist()
+        if ds.compression is not None or plist.get_layout() not in (h5py.h5d.CONTIGUOUS, h5py.h5d.COMPACT) \
+                or plist.get_external_count() or ds.is_virtual:
+            raise ValueError(f"{what} {str(path)!r}: array {name!r} is not stored as graindem writes arrays "
+                             "(contiguous, uncompressed, in the file)")
+        nbytes = int(np.prod(ds.shape, dtype=object)) * ds.dtype.itemsize
+        if nbytes > file_size:
+            raise ValueError(f"{what} {str(path)!r}: array {name!r} declares {nbytes} bytes, more than the "
+                             f"file's {file_size} (damaged or crafted)")
+        total += nbytes
+    if total > max_bytes:
+        raise ValueError(f"{what} {str(path)!r} declares {total} bytes of arrays, more than max_bytes = {max_bytes}")
+    if total > file_size:
+        raise ValueError(f"{what} {str(path)!r} declares {total} bytes of arrays, more than the file's "
+                         f"{file_size} (damaged or crafted)")
 
 
 def _datasets(f):
@@ -155,13 +202,18 @@ def _datasets(f):
     return found
 
 
-def load_checkpoint(path, *, required=()):
+def load_checkpoint(path, *, required=(), max_bytes=MAX_BYTES):
     """Read a checkpoint; returns (arrays, metadata). See the module docstring for errors."""
     f = _open(path)
     try:
         try:
-            metadata = json.loads(f.attrs["metadata"])
+            check_declared_sizes(f, path, max_bytes)
+            schema = int(f.attrs["schema"])
+            meta_text = _text(f.attrs["metadata"])
+            if not isinstance(meta_text, str):
+                raise ValueError(f"checkpoint {str(path)!r}: metadata is not text")
             arrays = {}
+            table = []
             for name in _datasets(f):
                 ds = f[name]
                 value = ds[()]
@@ -170,12 +222,24 @@ def load_checkpoint(path, *, required=()):
                 expected = ds.attrs.get("sha256")
                 if isinstance(expected, bytes):
                     expected = expected.decode()
-                if expected != _digest(value):
+                if expected != array_sha256(value):
                     raise ValueError(f"checkpoint {str(path)!r}: array {name!r} fails its checksum (file damaged)")
                 arrays[name] = value
+                table.append([name, value.dtype.str, list(value.shape), expected])
+            if schema >= 2:
+                stored = _text(f.attrs.get("file_sha256"))
+                if stored != _file_digest(_text(f.attrs["format"]), schema, _text(f.attrs.get("graindem_version")),
+                                          meta_text, table):
+                    raise ValueError(f"checkpoint {str(path)!r} fails its whole-file checksum (metadata or array "
+                                     "table damaged)")
+            metadata = json.loads(meta_text)
+            if not isinstance(metadata, dict):
+                raise ValueError(f"checkpoint {str(path)!r}: metadata is not a JSON object")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"checkpoint {str(path)!r}: metadata is not valid JSON: {exc}") from None
         except ValueError:
             raise
-        except (OSError, KeyError, RuntimeError, json.JSONDecodeError) as exc:
+        except (OSError, KeyError, RuntimeError, TypeError) as exc:
             raise ValueError(f"checkpoint {str(path)!r} is damaged and cannot be read: {exc}") from None
     finally:
         f.close()

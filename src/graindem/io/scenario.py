@@ -41,7 +41,7 @@ from pathlib import Path
 from ..contact.laws import TANGENTIAL_LAWS
 from ..particles.size_distribution import MAX_LOGNORMAL_SIGMA, MAX_UNIFORM_SPREAD, Sieve
 
-__all__ = ["Key", "REQUIRED", "SCHEMA", "EXCLUSIVE", "CHECKS", "load_scenario", "validate_scenario",
+__all__ = ["Key", "REQUIRED", "SCHEMA", "EXCLUSIVE", "CHECKS", "load_scenario", "validate_scenario", "refuse_unused_keys",
            "apply_overrides", "scenario_to_toml", "describe_schema"]
 
 
@@ -84,18 +84,25 @@ class Key:
         return f"{text} [{self.unit}]" if self.unit and self.unit != "-" else text
 
 
+# Generated packings: engine.prepare.random_gas is linear in n (10^6 spheres in 9-17 s,
+# benchmarks/packing_generation.py); the bound is memory: a sphere with its contacts and Jaeger
+# histories takes of the order of a kilobyte, so 10^7 spheres need about 10 GB.
+MAX_GENERATED_SPHERES = 10_000_000
+# solid fraction of a prepared dense packing, for the cell size estimate of _check_cell_size
+DENSE_SOLID_FRACTION = 0.64
+
 # fmt: off
 SCHEMA = {
     "simulation": {
         "scenario": Key(str, "biaxial", "which scenario builds and drives the run", choices=("biaxial", "pile")),
         "steps": Key(int, 40000, "number of time steps", "steps", ge=1, le=10**10),
         "dt": Key(float, None, "time step; give dt or dt_fraction, not both", "s", gt=0.0, le=1.0),
-        "dt_fraction": Key(float, 0.2, "time step as a fraction of the critical one", "-", gt=0.0, le=10.0),
-        "allow_dt_above_critical": Key(bool, False, "accept dt above the critical time step"),
+        "dt_fraction": Key(float, 0.2, "time step as a fraction of the critical one", "-", gt=0.0, le=1.0),
+        "allow_dt_above_critical": Key(bool, False, "accept an explicit dt above the critical time step"),
         "seed": Key(int, 0, "seed of the random generator (packing, perturbations)", "-", ge=0, le=2**63 - 1),
         "output_interval": Key(int, 1000, "steps between measurements / time-series rows", "steps", ge=1),
         "vtk_interval": Key(int, 0, "steps between VTK frames (0: at every output_interval)", "steps", ge=0),
-        "checkpoint_interval": Key(int, 0, "steps between checkpoints (0: only at the end and on failure)", "steps", ge=0),
+        "checkpoint_interval": Key(int, 0, "steps between checkpoints, a multiple of output_interval (0: only at the end, on interrupt and on failure)", "steps", ge=0),
         "adaptive_dt": Key(bool, False, "keep dt = dt_fraction * dt_crit as contacts stiffen (not with dt)"),
         "adaptive_dt_interval": Key(int, 100, "steps between re-evaluations of dt_crit when adaptive_dt is on", "steps", ge=1),
     },
@@ -120,7 +127,7 @@ SCHEMA = {
         "xi": Key(float, 0.0, "Jaeger history merge tolerance (0: exact), in units of mu", "-", ge=0.0, le=1.0),
     },
     "particles": {
-        "n": Key(int, 512, "number of spheres (with a size distribution; or give file)", "-", ge=1, le=10**8),
+        "n": Key(int, 512, "number of spheres (with a size distribution; or give file); the smallest n also depends on total_strain (the periodic cell must stay wider than two neighbour cutoffs)", "-", ge=1, le=MAX_GENERATED_SPHERES),
         "distribution": Key(str, "uniform", "size distribution of the generated spheres (size ratio max/min <= 10)",
                             choices=("uniform", "lognormal", "sieve")),
         "radius_mean": Key(float, 1e-3, "uniform: mean sphere radius", "m", gt=0.0, le=1e3),
@@ -129,18 +136,18 @@ SCHEMA = {
         "sigma": Key(float, None, "lognormal: standard deviation of ln(radius), truncated at +-3 sigma; at most ln(10)/6 (size ratio 10)", "-", gt=0.0, le=MAX_LOGNORMAL_SIGMA),
         "sieve_csv": Key("path", None, "sieve: CSV of rows 'diameter (m), % passing by mass', from 0 % to 100 % (size ratio <= 10); sampled by number"),
         "file": Key("path", None, "CSV of x,y,z,radius (one sphere per row) instead of n/radius_*"),
-        "max_initial_overlap": Key(float, 0.05, "largest overlap at start, as a fraction of the smaller radius", "-", ge=0.0, lt=1.0),
+        "max_initial_overlap": Key(float, 0.05, "largest overlap at start, as a fraction of the smaller radius (with file)", "-", ge=0.0, lt=1.0),
     },
     "boundary": {
         "kind": Key(str, "periodic", "periodic deforming cell or rigid planar walls", choices=("periodic", "walls")),
-        "box": Key("vector", None, "initial cell/box edge lengths (default: from initial_solid_fraction)", "m", gt=0.0, length=3),
-        "initial_solid_fraction": Key(float, 0.3, "solid fraction of the loose random start, before compression", "-", gt=0.0, le=0.74),
+        "box": Key("vector", None, "cell edge lengths of the spheres of particles.file (default: their bounding box)", "m", gt=0.0, length=3),
+        "initial_solid_fraction": Key(float, 0.3, "solid fraction of the loose random start, before compression (not used by the biaxial scenario)", "-", gt=0.0, le=0.74),
     },
     "loading": {
         "kind": Key(str, "biaxial", "loading programme", choices=("biaxial", "isotropic", "none")),
         "axis": Key(int, 2, "compressed axis (0 = x, 1 = y, 2 = z)", "-", ge=0, le=2),
         "stress_axis": Key(int, 0, "biaxial: axis held at confining_stress; the third axis keeps zero strain", "-", ge=0, le=2),
-        "total_strain": Key(float, 0.04, "biaxial: compressive strain reached at the last step; or give strain_rate", "-", gt=0.0, le=1.0),
+        "total_strain": Key(float, 0.04, "biaxial: compressive strain reached at the last step; or give strain_rate", "-", gt=0.0, lt=1.0),
         "strain_rate": Key(float, None, "biaxial: compressive strain rate", "1/s", gt=0.0),
         "confining_stress": Key(float, 100e3, "confining pressure of preparation and lateral stress of the test", "Pa", gt=0.0, le=1e10),
         "preparation_mu": Key(float, 0.0, "friction coefficient while the assembly is compressed to confining_stress", "-", ge=0.0, le=10.0),
@@ -148,7 +155,7 @@ SCHEMA = {
     },
     "output": {
         "vtk": Key(bool, True, "write particles and contacts as VTK (.vtu + .pvd) files"),
-        "csv": Key(bool, True, "write the time series as CSV and JSON"),
+        "csv": Key(bool, True, "write the time series as CSV and JSON (the biaxial scenario always does: a restart resumes them)"),
         "plots": Key(bool, True, "write PNG plots at the end"),
     },
 }
@@ -169,11 +176,59 @@ def _check_axes(config):
 
 def _check_dt_fraction(config):
     sim = config["simulation"]
-    if sim["dt_fraction"] is not None and sim["dt_fraction"] > 1.0 and not sim["allow_dt_above_critical"]:
-        raise ValueError(
-            f"simulation.dt_fraction = {sim['dt_fraction']:g} exceeds 1 (above the critical time step); "
-            "use a value in (0, 1] or set simulation.allow_dt_above_critical = true"
-        )
+    if sim["allow_dt_above_critical"] and sim["dt"] is None:
+        raise ValueError("simulation.allow_dt_above_critical applies to an explicit simulation.dt (dt_fraction "
+                         "is at most 1); give dt or remove allow_dt_above_critical")
+
+
+def _check_intervals(config):
+    sim = config["simulation"]
+    ck, out = sim["checkpoint_interval"], sim["output_interval"]
+    if ck and ck % out:
+        raise ValueError(f"simulation.checkpoint_interval = {ck} must be a multiple of simulation.output_interval "
+                         f"= {out} (or 0): checkpoints are written after an output row, so that a restart "
+                         "resumes a complete series")
+
+
+def _check_cell_size(config):
+    """Generated spheres in the periodic cell: the cell must stay wider than two neighbour cutoffs
+    (2 (2 r_max + skin), skin = 0.2 r_max) along the compressed axis at the end of the test, or the
+    minimum image fails. The cell of n spheres at DENSE_SOLID_FRACTION is estimated from the mean
+    cube of radii uniform in r (1 +- s): <r^3> = r^3 (1 + s^2)."""
+    part, load, sim = config["particles"], config["loading"], config["simulation"]
+    if (part["file"] or part["distribution"] != "uniform" or sim["scenario"] != "biaxial"
+            or config["boundary"]["kind"] != "periodic"):
+        return  # other size distributions: the engine checks the cell against the cutoff when it is built
+    strain = load["total_strain"] if load["kind"] == "biaxial" and load["total_strain"] is not None else 0.0
+    s = part["radius_spread"]
+    volume = part["n"] * 4.0 / 3.0 * math.pi * (1.0 + s * s) / DENSE_SOLID_FRACTION  # in units of radius_mean^3
+    side = volume ** (1.0 / 3.0) * (1.0 - strain)
+    need = 2.0 * (2.0 + 0.2) * (1.0 + s)
+    if side <= need:
+        n_min = math.ceil(need ** 3 / (1.0 - strain) ** 3 * DENSE_SOLID_FRACTION / (4.0 / 3.0 * math.pi * (1.0 + s * s)))
+        raise ValueError(f"particles.n = {part['n']} is too small: its periodic cell (~{side:.2f} radius_mean wide "
+                         f"at total_strain {strain:g}) must exceed two neighbour cutoffs ({need:.2f} radius_mean); "
+                         f"give particles.n >= {n_min}")
+
+
+def refuse_unused_keys(config):
+    """For the biaxial scenario (what `graindem run` drives): keys it does not use are refused when
+    set to anything but their default (accepting them silently would suggest an effect they do not
+    have). Not one of CHECKS: a scenario file stays valid for other drivers and for round trips."""
+    if config["simulation"]["scenario"] != "biaxial":
+        return
+    unused = [("boundary", "initial_solid_fraction", "the preparation starts from its own loose gas")]
+    if not config["particles"]["file"]:
+        unused += [("boundary", "box", "generated spheres get the cell the preparation reaches; box applies to "
+                    "particles.file"),
+                   ("particles", "max_initial_overlap", "generated spheres start without overlap; it applies to "
+                    "particles.file")]
+    unused.append(("output", "csv", "the series are always written: a restart resumes them"))
+    for section, name, why in unused:
+        value, default = config[section][name], SCHEMA[section][name].default
+        if value != (list(default) if isinstance(default, tuple) else default):
+            raise ValueError(f"{section}.{name} = {_toml_value(value)} has no effect in the biaxial scenario ({why}); "
+                             "remove it")
 
 
 def _check_adaptive_dt(config):
@@ -234,7 +289,8 @@ def _check_size_distribution(config):
         Sieve.from_csv(part["sieve_csv"])  # its errors name particles.sieve_csv
 
 
-CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution]
+CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
+          _check_intervals, _check_cell_size]
 
 
 def _suggest(name, known):
@@ -395,7 +451,10 @@ def _toml_value(value):
     if isinstance(value, float):
         return "nan" if math.isnan(value) else ("inf" if value == math.inf else "-inf" if value == -math.inf else repr(value))
     if isinstance(value, str):
-        return json.dumps(value)  # JSON string escapes are valid TOML basic-string escapes
+        # JSON string escapes are valid TOML basic-string escapes; characters beyond the BMP stay
+        # literal (JSON would write surrogate pairs, which TOML refuses) and DEL is escaped (TOML
+        # forbids it literally, JSON leaves it)
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     raise ValueError(f"cannot write {value!r} ({type(value).__name__}) to TOML")

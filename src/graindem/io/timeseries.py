@@ -21,16 +21,22 @@ into nan) and as nan/inf in the CSV.
 
 Restarts: resume_after=(column, value) keeps the rows of existing files whose `column` is
 <= value (the rows written before the checkpoint the run restarts from) and appends after them;
-the columns must match. Without it, existing files are replaced.
+the columns must match. A last line without its newline (a row torn by a killed writer) is
+dropped. The kept rows are written to temporary files that replace the old ones atomically, so a
+resume killed at any moment leaves either the old files or the new ones. Without resume_after,
+existing files are replaced.
 """
 
 import csv
+import io
 import json
 import math
 import os
 from pathlib import Path
 
 import numpy as np
+
+from .outputs import replacing
 
 __all__ = ["TimeSeriesWriter", "read_timeseries"]
 
@@ -96,17 +102,27 @@ class TimeSeriesWriter:
             if column not in columns:
                 raise ValueError(f"resume_after column must be one of {columns}; got {column!r}")
             if self.csv_path.exists():
-                old = read_timeseries(self.csv_path, as_arrays=False)
+                old = _read_csv_text(self.csv_path, _complete_lines(self.csv_path))
                 if list(old) != columns:
                     raise ValueError(f"cannot resume {str(self.csv_path)!r}: its columns {list(old)} differ from {columns}")
                 n_old = len(old[columns[0]])
                 kept = [[old[c][r] for c in columns] for r in range(n_old) if old[column][r] <= value]
+            # the kept rows go to temporaries that replace the files whole (see the module docstring)
+            with replacing(self.csv_path) as csv_tmp, replacing(self.jsonl_path) as jsonl_tmp:
+                with open(csv_tmp, "w", newline="", encoding="utf-8") as self._csv, \
+                        open(jsonl_tmp, "w", encoding="utf-8") as self._jsonl:
+                    self._writer = csv.writer(self._csv, lineterminator="\n")
+                    self._writer.writerow(columns)
+                    for row in kept:
+                        self._write(row)
+            self._csv = open(self.csv_path, "a", newline="", encoding="utf-8")
+            self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")
+            self._writer = csv.writer(self._csv, lineterminator="\n")
+            return
         self._csv = open(self.csv_path, "w", newline="", encoding="utf-8")
         self._jsonl = open(self.jsonl_path, "w", encoding="utf-8")
         self._writer = csv.writer(self._csv, lineterminator="\n")
         self._writer.writerow(columns)
-        for row in kept:
-            self._write(row)
         self._flush()
 
     def append(self, row):
@@ -147,10 +163,9 @@ class TimeSeriesWriter:
         self._jsonl.close()
         self._csv = self._jsonl = None
         doc = {"columns": self.columns, "data": {c: [_json_cell(v) for v in vs] for c, vs in self._data.items()}}
-        tmp = self.json_path.with_name(f".{self.json_path.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(doc, handle, allow_nan=False)
-        os.replace(tmp, self.json_path)
+        with replacing(self.json_path) as tmp:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(doc, handle, allow_nan=False)
 
     def __enter__(self):
         return self
@@ -158,6 +173,28 @@ class TimeSeriesWriter:
     def __exit__(self, exc_type, exc, tb):
         self.close()
         return False
+
+
+def _complete_lines(path):
+    """The text of `path` without a last line that lacks its newline (a torn row)."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        text = handle.read()
+    if text and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+    return text
+
+
+def _read_csv_text(path, text):
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        columns = next(reader)
+        rows = [[_parse_csv_cell(x) for x in row] for row in reader if row]
+    except (StopIteration, csv.Error) as exc:
+        raise ValueError(f"time series file {str(path)!r} cannot be read: {exc!r}") from None
+    bad = [k + 2 for k, row in enumerate(rows) if len(row) != len(columns)]
+    if bad:
+        raise ValueError(f"time series file {str(path)!r}: line {bad[0]} does not have {len(columns)} fields")
+    return _columnar(columns, rows)
 
 
 def _columnar(columns, rows):
@@ -185,13 +222,7 @@ def read_timeseries(path, *, as_arrays=True):
     try:
         if path.suffix == ".csv":
             with open(path, newline="", encoding="utf-8") as handle:
-                reader = csv.reader(handle)
-                columns = next(reader)
-                rows = [[_parse_csv_cell(x) for x in row] for row in reader if row]
-            bad = [k + 2 for k, row in enumerate(rows) if len(row) != len(columns)]
-            if bad:
-                raise ValueError(f"time series file {str(path)!r}: line {bad[0]} does not have {len(columns)} fields")
-            data = _columnar(columns, rows)
+                data = _read_csv_text(path, handle.read())
         elif path.suffix == ".jsonl":
             with open(path, encoding="utf-8") as handle:
                 rows = [json.loads(line) for line in handle if line.strip()]

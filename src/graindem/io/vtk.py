@@ -43,11 +43,12 @@ particle centres), and cell data `i`, `j` give the particle pair of every line.
 """
 
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
+
+from .outputs import replacing
 
 __all__ = ["write_particles", "write_contacts", "write_surface", "merge_surfaces", "PVDCollection"]
 
@@ -100,19 +101,11 @@ def _write_atomic(path, mesh, binary, compression):
     path = Path(path)
     if path.suffix != ".vtu":
         raise ValueError(f"path must end in .vtu (VTK unstructured grid); got {str(path)!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with replacing(path) as tmp:
         if binary:
             _meshio().write(tmp, mesh, file_format="vtu", binary=True, compression=compression)
         else:
             _meshio().write(tmp, mesh, file_format="vtu", binary=False)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return path
 
 
@@ -282,6 +275,5 @@ class PVDCollection:
             ET.SubElement(coll, "DataSet", timestep=repr(time), group="", part=str(part), file=file)
         ET.indent(root)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
-        os.replace(tmp, self.path)
+        with replacing(self.path) as tmp:
+            ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
