@@ -23,7 +23,7 @@ Cases (each against an independent reference):
 cost_ratio_vs_area: time per contact-step of the curvature law (warm-started geometry + effective
 radius + jaeger) over the time of the area law's node pass for the same pair (both directions,
 every node taken into the other grain's frame and probed with the trilinear phi and gradient,
-`levelset_contact.phi_grad_trilinear`; the area law's force accumulation comes on top), ellipsoids
+`core.grid.trilinear`; the area law's force accumulation comes on top), ellipsoids
 (1, 0.8, 0.6) with 300 nodes each overlapping by 2 % of the semi-axis as in benchmarks/lsdem.py;
 single pair microbenchmark, both timed in one process, interleaved, medians of CPU time.
 """
@@ -46,7 +46,7 @@ from graindem.contact import shape_geometry as G
 from graindem.contact import state as S
 from graindem.contact.frames import frame_init, frame_update, to_frame
 from graindem.contact.laws import JAEGER, TANGENTIAL_LAWS, contact_step
-from graindem.contact.levelset_contact import phi_grad_trilinear
+from graindem.core.grid import trilinear
 from graindem.contact.shape_hertz import RADIUS_ELLIPTIC, effective_radius
 from graindem.contact.shape_references import ellipsoid_grain, hertz_elliptic
 from graindem.contact.shaped_single import ShapedBody, ShapedContact, material_displacement, rotation_vector
@@ -381,7 +381,7 @@ def _node_pass_loop(reps, phi, nx, ny, nz, ox, oy, oz, h, nodesA, posA, rotA, no
                 q0 = rp[0, 0] * x0 + rp[1, 0] * x1 + rp[2, 0] * x2
                 q1 = rp[0, 1] * x0 + rp[1, 1] * x1 + rp[2, 1] * x2
                 q2 = rp[0, 2] * x0 + rp[1, 2] * x1 + rp[2, 2] * x2
-                v, gx, gy, gz, ok = phi_grad_trilinear(phi, 0, nx, ny, nz, ox, oy, oz, h, q0, q1, q2)
+                v, gx, gy, gz, ok = trilinear(phi, 0, nx, ny, nz, ox, oy, oz, h, q0, q1, q2)
                 if ok and v < 0.0:
                     acc += v * gx
     return acc

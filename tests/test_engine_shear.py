@@ -279,7 +279,7 @@ def test_scenario_shear_rate_reaches_the_engine_and_its_checkpoint(tmp_path):
         "simulation": {"scenario": "biaxial", "steps": 3000, "output_interval": 100, "seed": 4},
         "contact": {"law": "jaeger"}, "particles": {"n": 100, "radius_mean": 1.5e-4},
         "loading": {"kind": "biaxial", "total_strain": 0.015, "preparation_mu": 0.1, "shear_rate": [40.0, 0.0, 0.0]},
-        "material": {"damping": 0.1}, "output": {"vtk": False, "plots": False, "csv": False}})
+        "material": {"damping": 0.1}, "output": {"vtk": False, "plots": False}})
     run_scenario(config, tmp_path, steps=200, quiet=True)
     sim, _ = checkpoint.load(tmp_path / "checkpoint.h5")
     np.testing.assert_array_equal(sim.shear, [40.0, 0.0, 0.0])

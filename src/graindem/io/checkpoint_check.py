@@ -262,8 +262,11 @@ def validate_engine_state(arrays, meta, source="checkpoint"):
     if not 0 <= live <= scap:
         _fail(source, "the history store's live count", f"in [0, {scap}]", live)
     _finite(source, "store_pts", pts)
-    heads = np.concatenate([pist[:npairs, S.I_HEAD], wist[:nwcand, S.I_HEAD]])
-    lens = np.concatenate([pist[:npairs, S.I_LEN], wist[:nwcand, S.I_LEN]])
+    # the candidate-row wall layout keeps histories in its first nwcand rows; the dense layout of
+    # older checkpoints (no meta["wall_rows"]) may keep them in any of its particles x walls rows
+    nwhist = nwcand if meta.get("wall_rows") == "candidates" else nrows
+    heads = np.concatenate([pist[:npairs, S.I_HEAD], wist[:nwhist, S.I_HEAD]])
+    lens = np.concatenate([pist[:npairs, S.I_LEN], wist[:nwhist, S.I_LEN]])
     if lens.size and lens.min() < 0:
         _fail(source, "history lengths (I_LEN)", ">= 0", int(lens.min()))
     code, where = store_link_errors(nxt, int(smeta[ST.M_FREE_HEAD]), heads, lens)
