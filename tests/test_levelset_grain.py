@@ -243,3 +243,27 @@ def test_bad_input(tmp_path):
         LevelSetGrain.from_triangles(v, f_bad, spacing=0.1)
     with pytest.raises(ValueError, match="too coarse"):
         LevelSetGrain.from_triangles(v * [1, 1, 0.1], f, spacing=0.1)
+
+
+def test_bad_mesh_and_voxel_files_are_refused_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        LevelSetGrain.from_mesh(tmp_path / "missing.stl")
+    garbage = tmp_path / "garbage.stl"
+    garbage.write_bytes(b"\x00\x01solid nonsense\xff" * 7)
+    with pytest.raises(ValueError, match="garbage.stl.*(cannot be read|holds no triangles)"):
+        LevelSetGrain.from_mesh(garbage)
+    garbage_obj = tmp_path / "garbage.obj"
+    garbage_obj.write_text("v 1 2\nf 1 2 x\n")
+    with pytest.raises(ValueError, match="garbage.obj.*(cannot be read|holds no triangles)"):
+        LevelSetGrain.from_mesh(garbage_obj)
+    with pytest.raises(ValueError, match="booleans or integers"):
+        LevelSetGrain.from_voxels(np.ones((4, 4, 4)), 1.0)
+    with pytest.raises(ValueError, match="0 \\(void\\) and 1 \\(solid\\)"):
+        LevelSetGrain.from_voxels(np.full((4, 4, 4), 7, dtype=np.int16), 1.0)
+    with pytest.raises(ValueError, match="voxels; at most"):
+        LevelSetGrain.from_voxels(np.lib.stride_tricks.as_strided(np.zeros(1, bool), (1024, 1024, 1024),
+                                                                    (0, 0, 0)), 1.0)
+    with pytest.raises(ValueError, match="one connected solid region"):
+        img = np.zeros((8, 8, 8), bool)
+        img[1:3, 1:3, 1:3] = img[5:7, 5:7, 5:7] = True
+        LevelSetGrain.from_voxels(img, 1.0)

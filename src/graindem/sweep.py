@@ -178,10 +178,11 @@ def run_one(config, folder, parameters, steps=None):
     """One run of the sweep (executed on a Dask worker): returns (status, summary dict)."""
     from .engine.cli import run_scenario
     from .engine.simulation import Diverged
+    from .io.outputs import atomic_write_bytes
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     record = {"parameters": parameters, "config_hash": _config_hash(config)}
-    (folder / "sweep_run.json").write_text(json.dumps(record, indent=2, default=str))
+    atomic_write_bytes(folder / "sweep_run.json", json.dumps(record, indent=2, default=str).encode())
     try:
         summary = run_scenario(config, folder, steps=steps, quiet=True)
     except Diverged as exc:
@@ -251,12 +252,11 @@ def _write_table(rows, path):
     columns = []
     for row in rows:
         columns += [c for c in row if c not in columns]
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+    from .io.outputs import replacing
+    with replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 def _plot(rows, params, path):
@@ -285,7 +285,8 @@ def _plot(rows, params, path):
     if any(label for label in groups if label):
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from .io.plots import save_figure
+    save_figure(fig, path, announce=None)
     plt.close(fig)
 
 

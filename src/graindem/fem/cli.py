@@ -185,7 +185,8 @@ def plot_mode(modes, path, scale=None):
                  label="|Φ| (displacement per unit coordinate)")
     ax.set_title(f"{modes.mode_names[0]} mode, displacement ×{scale:.3g}")
     ax.set_box_aspect(np.ptp(x, axis=0))
-    fig.savefig(path, dpi=120)
+    from ..io.plots import save_figure
+    save_figure(fig, path, announce=None)
     plt.close(fig)
 
 
@@ -212,7 +213,8 @@ def plot_compaction_curves(curves, path):
     a2.set_title("eq. 52 normalization")
     a2.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from ..io.plots import save_figure
+    save_figure(fig, path, announce=None)
     plt.close(fig)
 
 

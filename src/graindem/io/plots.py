@@ -29,9 +29,10 @@ def new_figure(nrows=1, ncols=1, width=6.4, height=4.8, **subplot_kw):
 
 def save_figure(fig, path, dpi=120, announce=print):
     """Write `fig` as PNG (or whatever the suffix says), creating the folder; announce and return the path."""
+    from .outputs import replacing
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
+    with replacing(path) as tmp:  # a reader never sees half a picture, an old one survives a failed write
+        fig.savefig(tmp, dpi=dpi, format=path.suffix[1:] or "png")
     if announce is not None:
         announce(f"wrote {path}")
     return path

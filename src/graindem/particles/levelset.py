@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import math
 
+from pathlib import Path
+
 import numpy as np
 from scipy import ndimage
 from scipy.spatial import ConvexHull, cKDTree
@@ -65,6 +67,11 @@ __all__ = ["LevelSetGrain"]
 _EPS_CELLS = 1.5  # smoothed-Heaviside half-width in grid spacings
 _PAD_CELLS = 5  # grid margin beyond the shape: 2 eps (mass integral) + room for queries just outside
 
+
+# input limits of the mesh and voxel constructors: a grain template is meant to be small (its grid and
+# nodes are kept in memory once per shape); larger inputs are refused before they are read
+MAX_MESH_FILE_BYTES = 256 * 2**20
+MAX_VOXELS = 512**3
 
 def _positive(name, value):
     try:
@@ -522,7 +529,17 @@ class LevelSetGrain:
         import meshio
 
         scale = _positive("scale", scale)
-        mesh = meshio.read(str(path))
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"mesh file {str(p)!r} does not exist")
+        if p.stat().st_size > MAX_MESH_FILE_BYTES:
+            raise ValueError(f"mesh file {str(p)!r} is {p.stat().st_size} bytes; at most {MAX_MESH_FILE_BYTES} "
+                             "are read (a grain needs thousands of triangles, not millions)")
+        try:
+            mesh = meshio.read(str(p))
+        except Exception as exc:  # meshio raises its own ReadError, KeyError or ValueError by format
+            raise ValueError(f"mesh file {str(p)!r} cannot be read as a surface mesh: "
+                             f"{type(exc).__name__}: {exc}") from None
         tris = [blk.data for blk in mesh.cells if blk.type == "triangle"]
         if not tris:
             raise ValueError(f"{path}: the mesh holds no triangles")
@@ -549,6 +566,13 @@ class LevelSetGrain:
         img = np.asarray(array)
         if img.ndim != 3:
             raise ValueError(f"array must be 3-D, got {img.ndim}-D")
+        if img.dtype.kind not in "biu":
+            raise ValueError(f"array must hold booleans or integers 0/1 (True = solid), got dtype {img.dtype}")
+        if img.size > MAX_VOXELS:
+            raise ValueError(f"array has {img.size} voxels; at most {MAX_VOXELS} (crop the image to the grain)")
+        if img.dtype.kind != "b" and img.size and (img.min() < 0 or img.max() > 1):
+            raise ValueError(f"array must hold 0 (void) and 1 (solid) only; got values in "
+                             f"[{img.min()}, {img.max()}] (label images: select one label, array == k)")
         solid = img.astype(bool)
         if not solid.any():
             raise ValueError("array holds no solid voxel")
