@@ -47,3 +47,54 @@ def test_size_ratio_9_prepares_within_a_bounded_number_of_steps():
     # and it stays there with the true masses: a further stretch keeps the pressure
     sim.run(2000)
     assert abs(sim.measure()["pressure"] / PRESSURE - 1.0) < 0.01
+
+
+def test_interrupted_preparation_continues_to_the_packing_of_the_uninterrupted_one(tmp_path, monkeypatch):
+    """A stop request during the compression (as SIGINT/SIGTERM would make) leaves packing.partial.h5;
+    the same call then continues from it and ends with the packing of an uninterrupted preparation,
+    bit for bit (reference: that preparation, run here in the same process). A 3:1 spread, so that the
+    preparation's mass scaling and its undoing are part of the state carried over."""
+    from graindem.engine.interrupts import RunStopped, StopRequests
+    from graindem.engine.simulation import Simulation
+    from graindem.scenarios.biaxial import prepared_packing
+
+    kwargs = dict(seed=4, pressure=PRESSURE, radius=1.5e-4, spread=0.5, mu_prep=0.1)
+    monkeypatch.setattr(Simulation, "max_chunk_steps", 50)  # chunk ends to stop at (same trajectory)
+    ref = prepared_packing(100, cache=tmp_path / "a" / "packing.h5", **kwargs)
+    assert ref.step_count > 1000
+
+    original = StopRequests.after_chunk
+    stop_at = 700  # inside the second check interval of 500 steps
+
+    def stop_once(self, steps_done, step):
+        original(self, steps_done, step)
+        if step >= stop_at and not getattr(stop_once, "fired", False):
+            stop_once.fired = True
+            raise RunStopped(2, step)
+
+    monkeypatch.setattr(StopRequests, "after_chunk", stop_once)
+    cache = tmp_path / "b" / "packing.h5"
+    try:
+        prepared_packing(100, cache=cache, **kwargs)
+        raise AssertionError("the preparation was not stopped")
+    except RunStopped as exc:
+        assert "packing.partial.h5" in str(exc)
+    partial = cache.with_name("packing.partial.h5")
+    assert partial.exists() and not cache.exists()
+    done = []
+
+    def count(self, steps_done, step):
+        done.append(steps_done)
+        original(self, steps_done, step)
+
+    monkeypatch.setattr(StopRequests, "after_chunk", count)
+    got = prepared_packing(100, cache=cache, **kwargs)
+    assert cache.exists() and not partial.exists()
+    assert sum(done) == ref.step_count - stop_at  # continued from the stop, not started afresh
+    a, _ = ref.state_dict()
+    b, _ = got.state_dict()
+    assert got.step_count == ref.step_count
+    for name in ("pos", "vel", "omega", "mass", "inertia", "radius", "cell", "pfs", "pist"):
+        assert np.array_equal(a[name], b[name]), name
+    # the true masses are back: density * 4/3 pi r^3, computed here
+    np.testing.assert_allclose(got.mass, DENSITY * 4.0 / 3.0 * math.pi * got.radius ** 3, rtol=1e-12)

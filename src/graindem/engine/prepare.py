@@ -20,6 +20,7 @@ import numpy as np
 from .._jit import njit
 from ..particles.size_distribution import Uniform
 from .neighbour_multi import SizeClasses, insert, overlaps_any
+from .interrupts import RunStopped
 from .simulation import Simulation
 
 
@@ -105,7 +106,8 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
                     density=2650.0, mu=0.5, mu_prep=0.1, xi=0.0, seed=0, solid_fraction0=0.3,
                     strain_per_step=2e-5, local_damping=0.7, max_steps=200000, tolerance=0.005,
                     dt_fraction=0.25, check_every=500, unbalanced=1e-3, callback=None, verbose=False,
-                    dt=None, allow_unstable_dt=False, restitution=None, materials=None, distribution=None):
+                    dt=None, allow_unstable_dt=False, restitution=None, materials=None, distribution=None,
+                    resume=None):
     """A dense isotropically compressed periodic packing at `pressure` (Pa); returns a Simulation.
 
     radius: mean radius (m); radius_spread: radii uniform in radius*(1 +- spread), at most 9/11
@@ -115,6 +117,10 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
     Stops when the pressure is within `tolerance` of the target and the unbalanced force ratio
     (measure()) is below `unbalanced` at two successive checks, or raises RuntimeError after max_steps.
     materials: further materials (see `add_materials`); E, nu, density, mu above are material 0.
+
+    A stop request (SIGINT, SIGTERM: engine.interrupts.RunStopped) ends the compression at the end of
+    a step; the RunStopped carries `preparation`, the state to continue from (`resume=` that dict,
+    with the same other arguments, continues exactly as the uninterrupted preparation would have).
     """
     n = int(n)
     if n < 8:
@@ -127,6 +133,54 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
         raise ValueError(f"pressure must be a finite number > 0, got {pressure!r}")
     if not (0.0 < solid_fraction0 < 0.5):
         raise ValueError(f"solid_fraction0 must lie in (0, 0.5), got {solid_fraction0!r}")
+    if resume is None:
+        sim, true_mass, true_inertia, scaled = _compressed_gas(
+            n, distribution, pressure, law, E, nu, density, mu, mu_prep, xi, seed, solid_fraction0, strain_per_step,
+            local_damping, dt_fraction, verbose, dt, allow_unstable_dt, restitution, materials)
+        good = 0
+    else:
+        sim, good = resume["sim"], int(resume["good"])
+        true_mass, true_inertia, scaled = resume["true_mass"], resume["true_inertia"], bool(resume["scaled"])
+    try:
+        while sim.step_count < max_steps:
+            # whole check intervals counted from the start, so that a resumed preparation checks at the
+            # steps the uninterrupted one did
+            sim.run(check_every - sim.step_count % check_every)
+            m = sim.measure()
+            if callback is not None:
+                callback(sim, m)
+            calm = m["unbalanced_force_ratio"] < unbalanced
+            if abs(m["pressure"] / pressure - 1.0) < tolerance and calm:
+                good += 1
+                if good >= 2:
+                    break
+            else:
+                good = 0
+        else:
+            m = sim.measure()
+            raise RuntimeError(f"the packing did not settle at {pressure} Pa within {max_steps} steps "
+                               f"(pressure {m['pressure']:.4g} Pa, unbalanced force ratio "
+                               f"{m['unbalanced_force_ratio']:.3g})")
+    except RunStopped as exc:
+        exc.preparation = {"sim": sim, "good": good, "true_mass": true_mass, "true_inertia": true_inertia,
+                           "scaled": scaled}
+        raise
+    if scaled:  # rows may have been renumbered: pid names each row's original sphere
+        sim = with_masses(sim, true_mass[sim.pid], true_inertia[sim.pid])
+    restore_friction(sim, mu, materials)
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    return sim
+
+
+MASS_SCALING_BELOW = 0.5  # spheres smaller than this fraction of the largest radius are made heavier
+
+
+def _compressed_gas(n, distribution, pressure, law, E, nu, density, mu, mu_prep, xi, seed, solid_fraction0,
+                    strain_per_step, local_damping, dt_fraction, verbose, dt, allow_unstable_dt, restitution,
+                    materials):
+    """The loose gas of prepare_packing under its isotropic stress servo: (sim, true masses, true
+    inertias, whether the masses are scaled for the preparation)."""
     rng = np.random.default_rng(seed)
     r = distribution.sample(n, rng)
     vs = float(np.sum(4.0 / 3.0 * math.pi * r ** 3))
@@ -154,31 +208,7 @@ def prepare_packing(n, radius=1e-4, radius_spread=0.2, pressure=100e3, law="mind
     max_rate = strain_per_step / sim.dt
     for k in range(3):
         sim.control_axis(k, stress=pressure, gain=max_rate, max_rate=max_rate)
-    good = 0
-    while sim.step_count < max_steps:
-        sim.run(check_every)
-        m = sim.measure()
-        if callback is not None:
-            callback(sim, m)
-        calm = m["unbalanced_force_ratio"] < unbalanced
-        if abs(m["pressure"] / pressure - 1.0) < tolerance and calm:
-            good += 1
-            if good >= 2:
-                break
-        else:
-            good = 0
-    else:
-        raise RuntimeError(f"the packing did not settle at {pressure} Pa within {max_steps} steps "
-                           f"(pressure {m['pressure']:.4g} Pa, unbalanced force ratio {m['unbalanced_force_ratio']:.3g})")
-    if scaled:  # rows may have been renumbered: pid names each row's original sphere
-        sim = with_masses(sim, true_mass[sim.pid], true_inertia[sim.pid])
-    restore_friction(sim, mu, materials)
-    for k in range(3):
-        sim.control_axis(k, strain_rate=0.0)
-    return sim
-
-
-MASS_SCALING_BELOW = 0.5  # spheres smaller than this fraction of the largest radius are made heavier
+    return sim, true_mass, true_inertia, scaled
 
 
 def preparation_mass_factor(radii):

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine import checkpoint
+from ..engine.interrupts import RunStopped
 from ..engine.prepare import prepare_packing
 from ..particles.size_distribution import Uniform
 
@@ -48,25 +49,40 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
     materials (engine.prepare.add_materials); `material` is material 0."""
     if isinstance(distribution, Uniform):  # the radius/spread form and the cache key it has always had
         radius, spread, distribution = distribution.radius_mean, distribution.spread, None
+    key = {"n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
+           "material": dict(material), "mu_prep": mu_prep, "dt_fraction": dt_fraction, "dt": dt,
+           "restitution": restitution}
+    if materials:
+        key["materials"] = materials
+    if distribution is not None:
+        key["distribution"] = distribution.key()
     if cache is not None and Path(cache).exists():
         sim, extra = checkpoint.load(cache)
-        want = {"n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
-                "material": dict(material), "mu_prep": mu_prep, "dt_fraction": dt_fraction, "dt": dt,
-                "restitution": restitution}
-        if materials:
-            want["materials"] = materials
-        if distribution is not None:
-            want["distribution"] = distribution.key()
-        if extra and extra.get("packing") == want:
+        if extra and extra.get("packing") == key:
             if announce:
                 announce(f"reusing the prepared packing {cache}")
             return sim
+    partial = None if cache is None else Path(cache).with_name(Path(cache).stem + ".partial.h5")
+    resume = _interrupted_preparation(partial, key)
+    if resume is not None and announce:
+        announce(f"continuing the interrupted preparation {partial} from step {resume['sim'].step_count}")
     t0 = time.perf_counter()
-    sim = prepare_packing(n, radius=radius, radius_spread=spread, pressure=pressure, law="mindlin",
-                          E=material["E"], nu=material["nu"], density=material["density"], mu=material["mu"],
-                          mu_prep=mu_prep, seed=seed, dt_fraction=dt_fraction, dt=dt,
-                          allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials,
-                          distribution=distribution)
+    try:
+        sim = prepare_packing(n, radius=radius, radius_spread=spread, pressure=pressure, law="mindlin",
+                              E=material["E"], nu=material["nu"], density=material["density"], mu=material["mu"],
+                              mu_prep=mu_prep, seed=seed, dt_fraction=dt_fraction, dt=dt,
+                              allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials,
+                              distribution=distribution, resume=resume)
+    except RunStopped as exc:
+        state = getattr(exc, "preparation", None)
+        if partial is None or state is None:
+            raise
+        p = state
+        checkpoint.save(p["sim"], partial, extra={"packing": key, "preparation": {
+            "good": p["good"], "scaled": p["scaled"], "true_mass": p["true_mass"].tolist(),
+            "true_inertia": p["true_inertia"].tolist()}})
+        raise RunStopped(exc.signal, exc.step, f"{exc}; the preparation so far is in {partial}, and the same "
+                         "command continues it") from None
     if announce:
         m = sim.measure()
         announce(f"prepared {n} spheres at {pressure:.4g} Pa in {sim.step_count} steps "
@@ -74,15 +90,24 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
                  f"coordination {m['coordination']:.2f}")
     if cache is not None:
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
-        key = {"n": n, "seed": seed, "pressure": pressure, "radius": radius, "spread": spread,
-               "material": dict(material), "mu_prep": mu_prep, "dt_fraction": dt_fraction, "dt": dt,
-               "restitution": restitution}
-        if materials:
-            key["materials"] = materials
-        if distribution is not None:
-            key["distribution"] = distribution.key()
         checkpoint.save(sim, cache, extra={"packing": key})
+        if partial.exists():
+            partial.unlink()
     return sim
+
+
+def _interrupted_preparation(partial, key):
+    """The state of an interrupted preparation of the same packing saved in `partial`, or None."""
+    if partial is None or not partial.exists():
+        return None
+    sim, extra = checkpoint.load(partial)
+    if not extra or extra.get("packing") != key or "preparation" not in extra:
+        return None
+    p = extra["preparation"]
+    # JSON keeps every float64 exactly (shortest round-trip repr)
+    return {"sim": sim, "good": int(p["good"]), "scaled": bool(p["scaled"]),
+            "true_mass": np.array(p["true_mass"], dtype=np.float64),
+            "true_inertia": np.array(p["true_inertia"], dtype=np.float64)}
 
 
 def start_test(sim, law, xi=0.0, steps=40000, total_strain=0.04, axis=2, stress_axis=0, pressure=PRESSURE,
