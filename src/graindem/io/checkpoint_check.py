@@ -325,8 +325,7 @@ def validate_grain_state(arrays, meta, source="checkpoint"):
     n_t = shape.shape[0]
     phi_off = _array(arrays, "grain_t_phi_off", source, "iu", (n_t,))
     node_off = _array(arrays, "grain_t_node_off", source, "iu", (n_t + 1,))
-    for name, width in (("grain_t_origin", 3),):
-        _array(arrays, name, source, "f", (n_t, width))
+    _array(arrays, "grain_t_origin", source, "f", (n_t, 3))
     for name in ("grain_t_h", "grain_t_radius"):
         _array(arrays, name, source, "f", (n_t,))
     if n_t == 0 or np.any(shape < 2) or np.any(phi_off < 0) or np.any(phi_off + shape.prod(axis=1)
