@@ -12,9 +12,11 @@ rebuilds and sorting) and print state hashes along the way, which must agree exa
 """
 
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -108,20 +110,62 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run(cache_dir):
-    env = dict(os.environ)
-    env.pop("NUMBA_CACHE_DIR", None)
-    env["GRAINDEM_NUMBA_CACHE"] = str(cache_dir)
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.split("\n")
+class FreshAndCachedRuns:
+    """The two child runs, one after the other in a background thread.
+
+    tests/conftest.py starts them as soon as this test is collected: they spend minutes compiling in
+    their own processes, and started early they use the machine's other core while the rest of the
+    suite runs instead of holding the suite for their whole length.
+    """
+
+    def __init__(self, cache_dir):
+        self.cache_dir = pathlib.Path(cache_dir)
+        self.result = None
+        self._child = None
+        self._stopped = False
+        self._thread = threading.Thread(target=self._both, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        env = dict(os.environ)
+        env.pop("NUMBA_CACHE_DIR", None)
+        env["GRAINDEM_NUMBA_CACHE"] = str(self.cache_dir)
+        if self._stopped:
+            raise RuntimeError("stopped")
+        self._child = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+        out, err = self._child.communicate(timeout=1800)
+        assert self._child.returncode == 0, err[-3000:]
+        return out.split("\n")
+
+    def _both(self):
+        try:
+            fresh = self._run()     # compiles everything into the empty directory
+            filled = any(self.cache_dir.rglob("*.nbi"))
+            cached = self._run()    # loads the same kernels from the cache
+            self.result = (fresh, filled, cached)
+        except BaseException as exc:  # handed to the test, which reports it
+            self.result = exc
+
+    def wait(self):
+        self._thread.join()
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return self.result
+
+    def stop(self):
+        """End a child still running (the suite stopped before this test waited for it)."""
+        self._stopped = True
+        if self._child is not None and self._child.poll() is None:
+            self._child.kill()
+        self._thread.join()
 
 
 @pytest.mark.slow
-def test_fresh_compile_and_cached_kernels_give_identical_runs(tmp_path):
-    fresh = _run(tmp_path)          # compiles everything into the empty directory
-    assert any(tmp_path.rglob("*.nbi")), "the first run should have filled the numba cache"
-    cached = _run(tmp_path)         # loads the same kernels from the cache
+def test_fresh_compile_and_cached_kernels_give_identical_runs(request, tmp_path):
+    runs = getattr(request.config, "fresh_and_cached_runs", None) or FreshAndCachedRuns(tmp_path)
+    fresh, filled, cached = runs.wait()
+    assert filled, "the first run should have filled the numba cache"
     lines = [line for line in fresh if line]
     assert len(lines) == 9
     # the walled stages must keep wall contacts (else they test no wall pass), the lid's stage must
