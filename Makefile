@@ -11,12 +11,18 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# two stamps: the demo needs only the runtime dependencies, the tests and docs also the extras
+$(VENV)/.installed-runtime: $(BIN)/python pyproject.toml
+	@echo "installing graindem into $(VENV)/ ..."
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	@echo "installing graindem and its test and documentation extras into $(VENV)/ ..."
 	$(BIN)/python -m pip install --quiet -e ".[test]"
-	touch $@
+	touch $@ $(VENV)/.installed-runtime
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-runtime
 	@echo "graindem demo: the first run compiles the numba kernels (one to two minutes on 2 cores; later runs"
 	@echo "load them from the cache), then runs the contact-law checks and a 512-sphere biaxial test (about"
 	@echo "two minutes); results go to $(DEMO_OUT)/"

@@ -10,7 +10,7 @@ dissipation; 0 skips it):
   kappa and mu (a copy that reaches the trace's end is reset, untimed, and starts it again).
   8 % elastic, 70 % partial-slip, 22 % gross-sliding steps, half of them unloading; mean history
   ~5 points.
-* "synthetic": `graindem.demo_contact.DemLikeMovements` (slow normal load cycles with faster
+* "synthetic": `graindem.demo.contact.DemLikeMovements` (slow normal load cycles with faster
   unloading, per-step changes of a few thousandths of the overlap, a fifth of the contacts
   slipping, wandering directions, a few contacts opening and closing): 60 % elastic, 38 % partial
   slip, 2 % gross sliding, a fifth unloading; mean history ~88 points. Also jaeger with xi = 0.1, 0.2.
@@ -82,7 +82,7 @@ from graindem.contact import state as S
 from graindem.contact.jaeger import F_DLOW, F_NLOW, F_PX, F_PY, F_SX, F_SY
 from graindem.contact.laws import TANGENTIAL_LAWS, advance_contacts
 from graindem.contact.store import BYTES_PER_POINT, HistoryStore
-from graindem.demo_contact import MATERIAL, DemLikeMovements
+from graindem.demo.contact import MATERIAL, DemLikeMovements
 from graindem.core.layout import COMPACT_EVERY
 
 ROW_BYTES = S.N_FSTATE * 8 + S.N_ISTATE * 8

@@ -4,7 +4,7 @@
                                       [--contacts 300] [--json FILE]
 
 Records what the batched contact kernel is fed in a real DEM run, to check the synthetic movement
-mix of benchmarks/contact_kernel.py (`graindem.demo_contact.DemLikeMovements`). The biaxial test of
+mix of benchmarks/contact_kernel.py (`graindem.demo.contact.DemLikeMovements`). The biaxial test of
 `graindem.scenarios.biaxial` (Kuhn's strain rate: 4 % in 40 000 steps) runs with law "jaeger"
 through the engine's Python API, one step per `Simulation.run(1)`. After every step each
 sphere-sphere contact row is read: its overlap (F_DELTA), the kind of its last step (F_KIND) and its

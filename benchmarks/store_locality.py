@@ -1,7 +1,7 @@
 """Memory locality of the jaeger history store: time per update with and without `HistoryStore.compact`.
 
 Batches of jaeger contacts advance through the same DEM-like movements as benchmarks/contact_kernel.py
-(`graindem.demo_contact.DemLikeMovements`, seed 1): one whose store is never compacted (its points get
+(`graindem.demo.contact.DemLikeMovements`, seed 1): one whose store is never compacted (its points get
 scattered by the LIFO free list, the state of the store in a long run), and others compacted every K
 steps (`store.compact(ist)`; K = 300 = the whole timed span: once, at its start; each contact's points contiguous, in contact order, in two regions: every contact's top three points,
 then the rest); the compaction time
@@ -28,7 +28,7 @@ import numpy as np
 from graindem.contact import ContactBatch
 from graindem.contact import state as S
 from graindem.contact.laws import advance_contacts
-from graindem.demo_contact import MATERIAL, DemLikeMovements
+from graindem.demo.contact import MATERIAL, DemLikeMovements
 
 FULL = dict(sizes=(2000, 20000), warmup_steps=300, block_steps=25, rounds=12, intervals=(50, 150, 300))
 QUICK = dict(sizes=(2000,), warmup_steps=150, block_steps=10, rounds=3, intervals=(10,))

@@ -131,7 +131,7 @@ def test_batch_equals_single_contacts(law):
 @pytest.mark.parametrize("xi", [0.0, 0.2])
 def test_batch_equals_single_contacts_long_jaeger_histories(xi):
     """DEM-like paths (the benchmark's) build histories of tens of points; the batch still matches."""
-    from graindem.demo_contact import DemLikeMovements
+    from graindem.demo.contact import DemLikeMovements
 
     n, steps = 12, 400
     batch = ContactBatch("jaeger", n, store=HistoryStore(1), xi=xi, **MATERIAL)

@@ -14,7 +14,7 @@ from graindem.contact import state as S
 from graindem.contact.hertz import contact_params
 from graindem.contact.laws import LAW_IDS, TANGENTIAL_LAWS, advance_contacts
 from graindem.contact.store import HistoryStore
-from graindem.demo_contact import MATERIAL, DemLikeMovements
+from graindem.demo.contact import MATERIAL, DemLikeMovements
 
 N_CONTACTS = 300
 STEPS = 150

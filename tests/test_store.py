@@ -286,7 +286,7 @@ def test_compacting_a_jaeger_batch_does_not_change_results():
     state and histories stay bit-identical (compaction moves points, never their values)."""
     from graindem.contact import ContactBatch
     from graindem.contact import state as S
-    from graindem.demo_contact import MATERIAL, DemLikeMovements
+    from graindem.demo.contact import MATERIAL, DemLikeMovements
     n = 80
     plain = ContactBatch("jaeger", n, store=HistoryStore(1), **MATERIAL)
     packed = ContactBatch("jaeger", n, store=HistoryStore(1), **MATERIAL)

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .contact import SingleContact, closed_forms
-from .contact import state as S
-from .contact.traction import hertz_pressure, pressure_coefficient
-from .io.plots import color_for, new_figure, save_figure
+from ..contact import SingleContact, closed_forms
+from ..contact import state as S
+from ..contact.traction import hertz_pressure, pressure_coefficient
+from ..io.plots import color_for, new_figure, save_figure
 
 # Units of the notes' hand-checked cases: N = delta^1.5, kappa = 1, R* = 1.
 UNIT = dict(R1=2.0, R2=2.0, E=1.5, nu=0.0, mu=0.5)

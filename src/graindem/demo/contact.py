@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .contact import TANGENTIAL_LAWS, ContactBatch, SingleContact, closed_forms
-from .contact import state as S
-from .io.plots import color_for, new_figure, save_figure
+from ..contact import TANGENTIAL_LAWS, ContactBatch, SingleContact, closed_forms
+from ..contact import state as S
+from ..io.plots import color_for, new_figure, save_figure
 
 # A millimetre glass-like sphere pair: the material every part of the demonstration uses.
 MATERIAL = dict(R1=1e-3, R2=1e-3, E=70e9, nu=0.25, mu=0.5)

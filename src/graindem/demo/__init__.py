@@ -16,8 +16,8 @@ def add_arguments(parser):
 
 
 def run(args):
-    from .demo_contact import run_demo as contact_demo
-    from .demo_traction import write_traction_demo
+    from .contact import run_demo as contact_demo
+    from .traction import write_traction_demo
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -31,7 +31,7 @@ def run(args):
     contact_demo(out / "contact", announce=say)
     write_traction_demo(out / "contact", announce=say)
     if not args.skip_biaxial:
-        from .scenarios.biaxial import run_demo as biaxial_demo
+        from ..scenarios.biaxial import run_demo as biaxial_demo
         say("== default scenario: biaxial compression of a 512-sphere packing, Jäger law ==")
         say("   (the packing is first compressed isotropically to the confining stress, then compressed biaxially to 4 % axial strain)")
         biaxial_demo(out, announce=say)
