@@ -46,7 +46,8 @@ times the branch vector from p's image to o) to acc[ACC_STRESS]; a wall node add
 Energies (the `energy` array, E_*): E_NORMAL and E_TANGENT are the penalty energies sum k_i delta_i^2 / 2
 and sum k_t,i |s_i|^2 / 2 of the last force evaluation; E_VISC accumulates the work of the normal
 dampers, E_TWORK the work the relative motion does against the tangential forces (trapezoid rule in
-the spring force, so a sticking elastic spring stores exactly what it receives): what of it is not
+the spring force, so a sticking elastic spring stores exactly what it receives; the dampers at the
+step's velocity): what of it is not
 stored in the springs now (E_TWORK - E_TANGENT) was dissipated by Coulomb sliding, the tangential
 dampers and springs released when a node left its contact.
 """
@@ -315,7 +316,10 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             shear[hk, 1] = s1
             shear[hk, 2] = s2
             energy[E_TANGENT] += 0.5 * kt * (s0 * s0 + s1 * s1 + s2 * s2)
-            energy[E_TWORK] -= 0.5 * ((fo0 + ft0) * t0 + (fo1 + ft1) * t1 + (fo2 + ft2) * t2) * dt
+            # the spring part -k_t s by the trapezoid rule, the damper part -c_t v_t (unscaled by the
+            # limit: ft = -k_t s - c_t v_t with s the spring kept) at the step's velocity
+            energy[E_TWORK] += (0.5 * ((kt * s0 - fo0) * t0 + (kt * s1 - fo1) * t1 + (kt * s2 - fo2) * t2)
+                                + ct * (t0 * t0 + t1 * t1 + t2 * t2)) * dt
             f0 += ft0
             f1 += ft1
             f2 += ft2
