@@ -496,11 +496,25 @@ class Simulation:
             if diverged:
                 self.timing["run_s"] += time.perf_counter() - t0
                 self._grains_diverged(on_diverge)
+            self._check_cell_heights()
             if callback is not None and every is not None and (self.step_count - phase) % every == 0:
                 callback(self)
             stops.after_chunk(chunk, self.step_count)
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
+
+    def _check_cell_heights(self):
+        """A periodic cell compressed or sheared until its heights (distances between opposite
+        faces) fall to twice the neighbour cutoff no longer has a unique minimum image: stop."""
+        h = self.cell_matrix
+        vol = abs(np.linalg.det(h))
+        cutoff = 2.0 * float(self.grains.radius.max()) + self.skin
+        for k in range(3):
+            height = vol / np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3]))
+            if self.periodic[k] and height <= 2.0 * cutoff:
+                raise ValueError(f"at step {self.step_count} the periodic cell's height along axis {k} is "
+                                 f"{height:.4g} m, not above twice the neighbour cutoff 2*(2 r_max + skin) = "
+                                 f"{2 * cutoff:.4g} m: the minimum image is no longer unique; use more grains")
 
     def _grains_diverged(self, on_diverge):
         g = self.grains
@@ -1021,6 +1035,16 @@ class Simulation:
         return self.step_count * self.dt + self._time_offset if self.ready else 0.0
 
     @property
+    def kinds(self):
+        """{body kind: count} of the bodies in the run ("sphere", "levelset")."""
+        self.setup()
+        return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
+
+    @property
+    def n_bodies(self):
+        return sum(self.kinds.values())
+
+    @property
     def box_lengths(self):
         return self.cell[CELL_L:CELL_L + 3].copy()
 
@@ -1285,11 +1309,8 @@ class Simulation:
 
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
-        from ..io.checkpoint_check import validate_engine_state, validate_grain_state  # before anything runs
-        if isinstance(meta, dict) and meta.get("bodies") == "levelset":
-            validate_grain_state(arrays, meta)
-        else:
-            validate_engine_state(arrays, meta)
+        from ..io.checkpoint_check import validate_state  # before anything runs
+        validate_state(arrays, meta)
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
         if meta.get("bodies") == "levelset":
