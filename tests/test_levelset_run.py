@@ -122,3 +122,33 @@ def test_grain_scenario_keys_are_checked(change, message):
         return
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         validate_scenario(data)
+
+
+def test_mesh_and_voxel_shapes_are_scaled_to_the_grain_sizes(tmp_path):
+    """A mesh file and a voxel image as grain shapes: each size class's template has the class's
+    size as its bounding radius (to the node sampling, 3 %) and the volume of the input scaled by
+    (size / unit bounding radius)^3."""
+    import meshio
+
+    from graindem.particles import LevelSetGrain
+    from graindem.scenarios.levelset_biaxial import build_templates
+
+    source = LevelSetGrain.ellipsoid(1.0, 0.7, 0.5, spacing=0.1, n_nodes=200)
+    meshio.write(tmp_path / "grain.stl", meshio.Mesh(source.surface_vertices, [("triangle", source.surface_faces)]))
+    x, y, z = np.mgrid[-12:13, -12:13, -12:13]
+    np.save(tmp_path / "grain.npy", (x / 11.0) ** 2 + (y / 8.0) ** 2 + (z / 6.0) ** 2 <= 1.0)
+    config = validate_scenario({"particles": {"kind": "levelset", "n": 64},
+                                "grains": {"shapes": ["mesh", "voxel"], "mesh_file": str(tmp_path / "grain.stl"),
+                                           "voxel_file": str(tmp_path / "grain.npy"), "nodes": 150,
+                                           "size_classes": 2}})
+    radii = np.array([0.8e-3, 1.2e-3])
+    templates, which = build_templates(config["grains"], radii)
+    assert [s for s, _, _ in templates] == ["mesh", "mesh", "voxel", "voxel"] and list(which) == [0, 1]
+    for shape, r, t in templates:
+        assert t.bounding_radius == pytest.approx(r, rel=0.03), shape
+    for k in (0, 2):
+        (_, r0, t0), (_, r1, t1) = templates[k], templates[k + 1]
+        assert t1.volume / t0.volume == pytest.approx((r1 / r0) ** 3, rel=0.03)
+    bad = dict(config["grains"], voxel_file=str(tmp_path / "missing.npy"))
+    with pytest.raises(ValueError, match="grains.voxel_file"):
+        build_templates(bad, radii)

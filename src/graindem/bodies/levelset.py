@@ -30,6 +30,7 @@ Step (velocity Verlet, all inside run_grains):
   4. forces: gravity, grain pairs (node-to-level-set, contact.levelset_contact) through the
      minimum image of the (possibly sheared) cell, walls; the stress and the wall forces;
   5. half kick.
+Both half kicks apply Cundall's local damping (Simulation's local_damping) when it is set.
 Motions: MOTION_DYNAMIC; MOTION_FIXED (never moves, infinite mass); MOTION_KINEMATIC (moves with its
 prescribed velocity and angular velocity whatever the forces; forces on it are still summed, so
 the reaction can be read).
@@ -42,11 +43,11 @@ import numpy as np
 from .._jit import njit
 from ..boundaries.servo import servo
 from ..contact import levelset_contact as lc
-from ..contact.levelset_contact import E_GRAVITY, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
+from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
                          advance_cell, deformation_since_build, grid_bin_of, is_sheared, min_image, min_image_tilted,
                          wrap_and_grid, wrap_and_grid_tilted)
-from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL
+from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
 
 MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC = 0, 1, 2
@@ -323,17 +324,66 @@ def rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
 
 
 @njit
-def move_walls(walls, acc, dt):
-    """Half of the walls' work with the forces of the last evaluation (the other half comes with
-    the next forces: the trapezoid rule), then move them by their velocities."""
+def walls_half_work(walls, acc, dt):
+    """Half of the walls' work over a step with the forces of one end of it (the trapezoid rule:
+    the forces before the step, then those after it); the walls push the grains with -F."""
     for w in range(walls.shape[0]):
         for d in range(3):
             acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * dt
+
+
+@njit
+def move_walls(walls, acc, dt):
+    """The walls' first half of work, then their move by their velocities."""
+    walls_half_work(walls, acc, dt)
+    for w in range(walls.shape[0]):
+        for d in range(3):
             walls[w, d] += walls[w, 6 + d] * dt
 
 
 @njit
-def drift_grains(dt, pos, vel, quat, angmom, omega, mass, inertia, motion, force, torque, gravity, cell, energy):
+def half_kick(hdt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy):
+    """v += F/m dt/2, L += tau dt/2 of the dynamic grains, with Cundall's local damping alpha: each
+    component of F and tau reduced by alpha |F_k| against the sign of v_k (omega_k). The energy it
+    removes goes to energy[E_LOCAL]: the damping force times the kick's mean velocity (v + dv/2,
+    omega + domega/2), which is its exact share of the kick's change of kinetic energy (of the
+    rotational one to first order in the kick)."""
+    if alpha == 0.0:
+        for g in range(vel.shape[0]):
+            if motion[g] == MOTION_DYNAMIC:
+                for d in range(3):
+                    vel[g, d] += force[g, d] / mass[g] * hdt
+                    angmom[g, d] += torque[g, d] * hdt
+        return
+    removed = 0.0
+    dtq = np.empty(3)
+    dL = np.empty(3)
+    for g in range(vel.shape[0]):
+        if motion[g] != MOTION_DYNAMIC:
+            continue
+        for d in range(3):
+            f = force[g, d]
+            df = -alpha * abs(f) * math.copysign(1.0, vel[g, d]) if vel[g, d] != 0.0 else 0.0
+            dv = (f + df) / mass[g] * hdt
+            removed -= df * (vel[g, d] + 0.5 * dv) * hdt
+            vel[g, d] += dv
+            t = torque[g, d]
+            dtq[d] = -alpha * abs(t) * math.copysign(1.0, omega[g, d]) if omega[g, d] != 0.0 else 0.0
+            dL[d] = (t + dtq[d]) * hdt
+            angmom[g, d] += dL[d]
+        # the kick's change of omega at the current orientation: R I^-1 R^T dL
+        for d in range(3):
+            dw = 0.0
+            for a in range(3):
+                lb = rot[g, 0, a] * dL[0] + rot[g, 1, a] * dL[1] + rot[g, 2, a] * dL[2]
+                dw += rot[g, d, a] * lb / inertia[g, a]
+            removed -= dtq[d] * (omega[g, d] + 0.5 * dw) * hdt
+    energy[E_LOCAL] += removed
+
+
+@njit
+def drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, gravity, cell,
+                 energy):
     """Half kick and drift of every grain (dynamic: with the cell's affine flow and the free rotor;
     kinematic: as prescribed); then the cell moves. False if a grain's state is not finite."""
     Lb = np.empty(3)
@@ -348,11 +398,9 @@ def drift_grains(dt, pos, vel, quat, angmom, omega, mass, inertia, motion, force
     g12 = cell[CELL_SHEAR_RATE + 2] * dt
     ok = True
     work = 0.0
+    half_kick(hdt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy)
     for g in range(pos.shape[0]):
         if motion[g] == MOTION_DYNAMIC:
-            for d in range(3):
-                vel[g, d] += force[g, d] / mass[g] * hdt
-                angmom[g, d] += torque[g, d] * hdt
             # gravity's work over the drift (the affine flow is the cell's, not gravity's)
             work += mass[g] * (gravity[0] * vel[g, 0] + gravity[1] * vel[g, 1] + gravity[2] * vel[g, 2]) * dt
             x = pos[g, 0] - lo0
@@ -379,7 +427,7 @@ def drift_grains(dt, pos, vel, quat, angmom, omega, mass, inertia, motion, force
 
 
 @njit
-def finish_step(dt, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius,
+def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius,
                 pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque, gravity,
                 cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear,
                 partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
@@ -396,15 +444,8 @@ def finish_step(dt, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_nod
         gctl[GC_STATUS] = STATUS_DIVERGED
         return False
     gctl[GC_NCP] = n_cp
-    hdt = 0.5 * dt
-    for w in range(walls.shape[0]):
-        for d in range(3):
-            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * dt
-    for g in range(pos.shape[0]):
-        if motion[g] == MOTION_DYNAMIC:
-            for d in range(3):
-                vel[g, d] += force[g, d] / mass[g] * hdt
-                angmom[g, d] += torque[g, d] * hdt
+    walls_half_work(walls, acc, dt)
+    half_kick(0.5 * dt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy)
     update_rotations(quat, rot, angmom, inertia, omega, motion)
     gctl[GC_STEP] = step
     return True
@@ -425,6 +466,7 @@ def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_orig
     covers what moved (centres relative to the affine flow, the cell's stretch and tilt); forces;
     half kick."""
     gctl[GC_STATUS] = STATUS_DONE
+    alpha = ctl[CTL_LOCAL_DAMP]
     rmax = 0.0
     for g in range(pos.shape[0]):
         rmax = max(rmax, radius[g])
@@ -432,8 +474,8 @@ def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_orig
     for it in range(n_steps):
         servo(cell, ctl, ictl, acc)
         move_walls(walls, acc, dt)
-        if not drift_grains(dt, pos, vel, quat, angmom, omega, mass, inertia, motion, force, torque, gravity, cell,
-                            energy):
+        if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                            gravity, cell, energy):
             gctl[GC_STATUS] = STATUS_DIVERGED
             gctl[GC_BAD_I] = -1
             return it
@@ -443,7 +485,7 @@ def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_orig
             if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
                 gctl[GC_STATUS] = STATUS_PAIRS_FULL
                 return it
-        if not finish_step(dt, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
+        if not finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
                            t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material,
                            force, torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab,
                            zeta, both, limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x,
@@ -563,8 +605,8 @@ class LevelSetBodies:
         while not rebuild(self.pos, self.radius, cell, periodic, skin, self.pairs, self.pos_build, self.gctl):
             self._grow_pairs()
 
-    def _finish(self, dt, gravity, cell, periodic, walls, contact, limit, acc):
-        return finish_step(dt, self.pairs, *self._template_args(), *self._body_args(), gravity, cell, periodic, walls,
+    def _finish(self, dt, alpha, gravity, cell, periodic, walls, contact, limit, acc):
+        return finish_step(dt, alpha, self.pairs, *self._template_args(), *self._body_args(), gravity, cell, periodic, walls,
                            self.wall_mat, *self._contact_args(contact), limit, self.hist_off, self.shear,
                            self.partner, self.last_step, *self._scratch_args(), acc, self.gctl)
 
@@ -598,7 +640,7 @@ class LevelSetBodies:
                 # the step in hand has drifted: list its pairs in longer arrays, then finish it
                 self._grow_pairs()
                 self.ensure_pairs(cell, periodic, skin)
-                if not self._finish(dt, gravity, cell, periodic, walls, contact, limit, acc):
+                if not self._finish(dt, ctl[CTL_LOCAL_DAMP], gravity, cell, periodic, walls, contact, limit, acc):
                     return done, True
                 left -= 1
                 done += 1

@@ -63,9 +63,10 @@ LAW_NODE = 0
 LAW_AREA = 1
 LAWS = {"node": LAW_NODE, "area": LAW_AREA}
 
-# the energy array (see the module docstring); E_GRAVITY is the bodies' own (work of gravity)
-E_NORMAL, E_TANGENT, E_VISC, E_TWORK, E_SLIDING, E_GRAVITY = 0, 1, 2, 3, 4, 5
-N_ENERGY = 6
+# the energy array (see the module docstring); E_GRAVITY and E_LOCAL are the bodies' own (work of
+# gravity, energy removed by local damping)
+E_NORMAL, E_TANGENT, E_VISC, E_TWORK, E_SLIDING, E_GRAVITY, E_LOCAL = 0, 1, 2, 3, 4, 5, 6
+N_ENERGY = 7
 
 
 @njit

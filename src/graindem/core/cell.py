@@ -173,6 +173,17 @@ def cell_index(x, lo, L, m):
     return c
 
 
+@njit(_nrt=False, inline="always")
+def bins_across(width, cutoff):
+    """Bins of at least the cutoff across a width (1 to 1024)."""
+    m = int(width / cutoff)
+    if m < 1:
+        m = 1
+    if m > 1024:
+        m = 1024
+    return m
+
+
 @njit
 def wrap_and_grid(pos, n, cell, periodic, cutoff, ncell):
     """Wrap periodic coordinates into the box and size the cell grid (ncell, 3 ints)."""
@@ -187,12 +198,7 @@ def wrap_and_grid(pos, n, cell, periodic, cutoff, ncell):
                     if x >= lo + L:
                         x -= L
                     pos[i, k] = x
-        m = int(L / cutoff)
-        if m < 1:
-            m = 1
-        if m > 1024:
-            m = 1024
-        ncell[k] = m
+        ncell[k] = bins_across(L, cutoff)
 
 
 @njit
@@ -235,12 +241,7 @@ def wrap_and_grid_tilted(pos, n, cell, periodic, cutoff, ncell):
     bcz = xy * yz - Ly * xz
     heights = (vol / math.sqrt(bcx * bcx + bcy * bcy + bcz * bcz), Ly * Lz / math.sqrt(Lz * Lz + yz * yz), Lz)
     for k in range(3):
-        m = int(heights[k] / cutoff)
-        if m < 1:
-            m = 1
-        if m > 1024:
-            m = 1024
-        ncell[k] = m
+        ncell[k] = bins_across(heights[k], cutoff)
 
 
 @njit

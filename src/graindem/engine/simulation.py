@@ -24,7 +24,7 @@ from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
 from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, MOTIONS,
                                LevelSetBodies, node_contact_time_step)
-from ..contact.levelset_contact import (E_GRAVITY, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC,
+from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC,
                                         LAWS as LEVELSET_LAWS)
 from ..contact.store import HistoryStore, BYTES_PER_POINT
 from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, N_CELL,
@@ -414,6 +414,7 @@ class Simulation:
         self.ctl[CTL_SKIN] = self.skin
         self.ctl[CTL_DIVERGE_OVERLAP] = self.diverge_overlap
         self.ctl[CTL_RMAX] = rmax
+        self.ctl[CTL_LOCAL_DAMP] = self.local_damping
         self.ictl = np.zeros(N_ICTL, dtype=np.int64)
         self.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3] = self.periodic
         self.ictl[ICTL_NWALLS] = nw
@@ -1123,7 +1124,7 @@ class Simulation:
         constant while the energy balance closes (measure()'s energy_balance_error)."""
         e = self.grains.energy
         return (self.grains.kinetic_energy() + float(e[E_NORMAL]) + float(e[E_VISC]) + float(e[E_TWORK])
-                - float(e[E_GRAVITY]) - self._grain_boundary_work())
+                + float(e[E_LOCAL]) - float(e[E_GRAVITY]) - self._grain_boundary_work())
 
     def _grain_boundary_work(self):
         """Work of the walls and of the cell's deformation on the grains up to the last forces. The
@@ -1161,7 +1162,7 @@ class Simulation:
             "kinetic_energy": g.kinetic_energy(), "elastic_normal_energy": float(e[E_NORMAL]),
             "tangential_energy": float(e[E_TANGENT]),
             "frictional_dissipation": float(e[E_TWORK] - e[E_TANGENT]), "tangential_work": float(e[E_TWORK]),
-            "viscous_dissipation": float(e[E_VISC]), "local_damping_dissipation": 0.0,
+            "viscous_dissipation": float(e[E_VISC]), "local_damping_dissipation": float(e[E_LOCAL]),
             "gravity_work": float(e[E_GRAVITY]), "boundary_work": self._grain_boundary_work(),
             "energy_balance_error": total - self.energy_start,
             "mean_history_length": 0.0, "max_history_length": 0, "store_bytes": 0, "store_bytes_allocated": 0,
@@ -1295,6 +1296,7 @@ class Simulation:
         sim.skin = meta["skin"]
         sim.dt_crit = meta["dt_crit"]
         sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
+        sim.local_damping = float(sim.ctl[CTL_LOCAL_DAMP])
         for name in cls.CONTROL_META:
             if name in meta:
                 setattr(sim, name, np.array(meta[name], dtype=getattr(sim, name).dtype))

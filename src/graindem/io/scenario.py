@@ -247,8 +247,7 @@ def refuse_unused_keys(config):
     if config["particles"]["kind"] == "levelset":
         unused += [("contact", "law", "level-set grains use grains.law"), ("contact", "xi", "a Jaeger setting"),
                    ("material", "E", "grain contacts use grains.stiffness"), ("material", "nu", "a Hertz setting"),
-                   ("material", "restitution", "grain contacts use grains.damping_ratio"),
-                   ("material", "damping", "grain contacts use grains.damping_ratio")]
+                   ("material", "restitution", "grain contacts use grains.damping_ratio")]
     else:
         unused += [("grains", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["grains"]]
     for section, name, why in unused:

@@ -122,7 +122,7 @@ def start_test(sim, law, xi=0.0, steps=40000, total_strain=0.04, axis=2, stress_
         raise ValueError(f"steps must be >= 1, got {steps}")
     if sim.grains is None:  # level-set grains keep their node law (Simulation.set_grain_contact)
         sim.set_law(law, xi=xi)
-        sim.set_local_damping(local_damping)
+    sim.set_local_damping(local_damping)
     # the cell stretches by (1 + rate dt) per step: this rate ends exactly at total_strain
     rate = math.expm1(math.log1p(-total_strain) / steps) / sim.dt
     third = 3 - axis - stress_axis

@@ -9,7 +9,7 @@ grain takes the class (a quantile of the drawn sizes) nearest its size in ln(siz
 
 Preparation: the grains start on a simple cubic lattice of their bounding spheres with random
 orientations, in a periodic cell, and are compressed by the stress servo on all three axes to the
-confining stress at the preparation friction, until the pressure is within 2 % of it and the mean
+confining stress at the preparation friction, with local damping 0.7, until the pressure is within 2 % of it and the mean
 net force per grain is below 5 % of the mean contact force at two checks in a row (or at
 `grains.preparation_steps`); then the friction is restored. The test itself is
 scenarios.biaxial.start_test / run_test, as for spheres.
@@ -32,6 +32,7 @@ CHECK_EVERY = 250           # steps between settling checks
 STRAIN_PER_STEP = 1e-4      # the servo's largest strain per step while the assembly is loose
 PRESSURE_TOLERANCE = 0.02
 UNBALANCED_TOLERANCE = 0.05
+PREPARATION_DAMPING = 0.7   # Cundall's local damping while the assembly is compressed (as for spheres)
 
 
 def default_stiffness(law, pressure, radius, overlap):
@@ -153,6 +154,7 @@ def prepared_grains(config, cache=None, announce=None):
         announce(f"{g.n} level-set grains of {len(np.unique(g.tmpl))} template(s), "
                  f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
                  f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
+    sim.set_local_damping(PREPARATION_DAMPING)
     rate = STRAIN_PER_STEP / sim.dt
     for k in range(3):
         sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
