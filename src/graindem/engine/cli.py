@@ -267,12 +267,11 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
             "dt": dt, "restitution": restitution}
     if materials:
         want["materials"] = materials
-    if cache is not None and Path(cache).exists():
-        sim, extra = checkpoint.load(cache)
-        if extra and extra.get("packing_file") == want:
-            if announce:
-                announce(f"reusing the packing {cache} prepared from {path}")
-            return sim
+    sim = checkpoint.load_if_same(cache, "packing_file", want)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the packing {cache} prepared from {path}")
+        return sim
     if box is None:
         lo = (pos - r[:, None]).min(axis=0)
         L = (pos + r[:, None]).max(axis=0) - lo

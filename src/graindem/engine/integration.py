@@ -7,7 +7,7 @@ turned in a loop of their own (core.rotations.turn_by_spin).
 import math
 
 from .._jit import njit
-from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT_BUILD,
                          advance_cell, is_sheared, new_tilts)
 from ..core.layout import ACC_LOCAL_WORK, CTL_DT, CTL_G, CTL_LOCAL_DAMP, ICTL_N, OUT_PARTICLE
 from ..core.rotations import turn_by_spin

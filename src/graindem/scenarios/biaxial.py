@@ -56,12 +56,11 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
         key["materials"] = materials
     if distribution is not None:
         key["distribution"] = distribution.key()
-    if cache is not None and Path(cache).exists():
-        sim, extra = checkpoint.load(cache)
-        if extra and extra.get("packing") == key:
-            if announce:
-                announce(f"reusing the prepared packing {cache}")
-            return sim
+    sim = checkpoint.load_if_same(cache, "packing", key)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the prepared packing {cache}")
+        return sim
     partial = None if cache is None else Path(cache).with_name(Path(cache).stem + ".partial.h5")
     resume = _interrupted_preparation(partial, key)
     if resume is not None and announce:

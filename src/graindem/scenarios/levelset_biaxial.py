@@ -140,12 +140,11 @@ def prepared_grains(config, cache=None, announce=None):
     """The scenario's grains compressed isotropically to the confining stress (module docstring),
     loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared and saved there."""
     key = packing_key(config)
-    if cache is not None and Path(cache).exists():
-        sim, extra = checkpoint.load(cache)
-        if extra and extra.get("grain_packing") == key:
-            if announce:
-                announce(f"reusing the prepared grains {cache}")
-            return sim
+    sim = checkpoint.load_if_same(cache, "grain_packing", key)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the prepared grains {cache}")
+        return sim
     pressure = config["loading"]["confining_stress"]
     sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
     sim.setup()
