@@ -120,8 +120,10 @@ def new_tilts(cell, dt):
 
 @njit(_nrt=False, inline="always")
 def advance_cell(cell, dt):
-    """Move the cell by one step of its flow (tilts, lengths, accumulated shear strains); every body
-    kind calls it once per step, after its drift."""
+    """Move the cell by one step of its flow (tilts, lengths, accumulated shear strains), after the
+    drift of the level-set grains. (The sphere pass, engine.integration, keeps its own copy of these
+    lines: with fastmath's contraction an inlined copy may round the tilt differently in its last bit,
+    and sphere runs are kept bit for bit.)"""
     xy_new, xz_new, yz_new = new_tilts(cell, dt)
     cell[CELL_TILT] = xy_new
     cell[CELL_TILT + 1] = xz_new
@@ -135,7 +137,8 @@ def advance_cell(cell, dt):
 def deformation_since_build(cell):
     """(bound, flip): a bound on |F - I| of the cell's affine map F since the last neighbour rebuild
     (max |F_kk - 1| plus the Frobenius norm of F's off-diagonal part), and whether a tilt passed
-    half a cell length (the rebuild must then flip it)."""
+    half a cell length (the rebuild must then flip it). The rule of the sphere loop (engine.loop,
+    which keeps its own copy for the reason given at advance_cell)."""
     stretch = 0.0
     for k in range(3):
         s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)

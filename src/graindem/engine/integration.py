@@ -7,8 +7,8 @@ turned in a loop of their own (core.rotations.turn_by_spin).
 import math
 
 from .._jit import njit
-from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT_BUILD,
-                         advance_cell, is_sheared, new_tilts)
+from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT,
+                         CELL_TILT_BUILD, is_sheared)
 from ..core.layout import ACC_LOCAL_WORK, CTL_DT, CTL_G, CTL_LOCAL_DAMP, ICTL_N, OUT_PARTICLE
 from ..core.rotations import turn_by_spin
 
@@ -44,7 +44,11 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
     g01 = cell[CELL_SHEAR_RATE] * dt
     g02 = cell[CELL_SHEAR_RATE + 1] * dt
     g12 = cell[CELL_SHEAR_RATE + 2] * dt
-    xy_new, xz_new, yz_new = new_tilts(cell, dt)
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    xy_new = (1.0 + e0) * cell[CELL_TILT] + g01 * Ly
+    xz_new = (1.0 + e0) * cell[CELL_TILT + 1] + g01 * cell[CELL_TILT + 2] + g02 * Lz
+    yz_new = (1.0 + e1) * cell[CELL_TILT + 2] + g12 * Lz
     f01 = (xy_new - s0 * cell[CELL_TILT_BUILD]) / cell[CELL_LBUILD + 1]
     f12 = (yz_new - s1 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
     f02 = (xz_new - s0 * cell[CELL_TILT_BUILD + 1] - f01 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
@@ -120,5 +124,10 @@ def advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell,
             maxd2 = d2
     turn_by_spin(omega, quat, n, dt)
     acc[ACC_LOCAL_WORK] += local_work
-    advance_cell(cell, dt)
+    cell[CELL_TILT] = xy_new
+    cell[CELL_TILT + 1] = xz_new
+    cell[CELL_TILT + 2] = yz_new
+    for k in range(3):
+        cell[CELL_L + k] *= 1.0 + cell[CELL_RATE + k] * dt
+        cell[CELL_GAMMA + k] += cell[CELL_SHEAR_RATE + k] * dt
     return maxd2
