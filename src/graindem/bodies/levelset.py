@@ -16,15 +16,21 @@ Arrays (G grains):
     pos_build (G, 3) the centres at the last rebuild.
 
 Step (velocity Verlet, all inside run_grains):
-  1. half kick: v += F/m dt/2, L += tau dt/2 (L in world axes);
-  2. drift: x += v dt; the orientation by core.rotations.free_rotor (exact rotations about the
-     body's principal axes, so |L| is conserved exactly in free flight);
-  3. neighbour list: rebuilt when some grain's centre moved by more than half the skin since the
-     last rebuild. The bounding sphere is centred at the grain's centre of mass, so a rotation never
-     moves it: the translation alone bounds what the skin must cover, whatever the spin;
+  1. the periodic cell's servo (boundaries.servo: strain rates from the stress of the last forces,
+     or prescribed; shear rates); walls move by their velocities;
+  2. half kick: v += F/m dt/2, L += tau dt/2 (L in world axes); drift: x += v dt plus the cell's
+     affine flow L (x - lo) dt (v is the velocity relative to that flow, as for spheres); the
+     orientation by core.rotations.free_rotor (exact rotations about the body's principal axes, so
+     |L| is conserved exactly in free flight); the cell moves (core.cell.advance_cell);
+  3. neighbour list: rebuilt when twice the largest displacement of a centre relative to the
+     affine image of its build position, plus the cell's deformation since the build times the
+     cutoff, exceeds the skin (the rule of the sphere loop). The bounding sphere is centred at the
+     grain's centre of mass, so a rotation never moves it: the translation alone bounds what the
+     skin must cover, whatever the spin;
   4. forces: gravity, grain pairs (node-to-level-set, contact.levelset_contact) through the
-     minimum image of the periodic cell (core.cell), walls;
+     minimum image of the (possibly sheared) cell, walls; the stress and the wall forces;
   5. half kick.
+Both half kicks apply Cundall's local damping (Simulation's local_damping) when it is set.
 Motions: MOTION_DYNAMIC; MOTION_FIXED (never moves, infinite mass); MOTION_KINEMATIC (moves with its
 prescribed velocity and angular velocity whatever the forces; forces on it are still summed, so
 the reaction can be read).
@@ -35,8 +41,13 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..boundaries.servo import servo
 from ..contact import levelset_contact as lc
-from ..core.cell import CELL_L, CELL_LO, cell_index, min_image
+from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
+                         advance_cell, deformation_since_build, grid_bin_of, is_sheared, min_image, min_image_tilted,
+                         wrap_and_grid, wrap_and_grid_tilted)
+from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
 
 MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC = 0, 1, 2
@@ -48,7 +59,15 @@ GC_NPAIRS = 1      # listed pairs
 GC_NEED = 2        # pair capacity the last rebuild needed (> capacity: the caller grows `pairs`)
 GC_NCP = 3         # contact nodes at the last force evaluation
 GC_NREBUILDS = 4
-N_GC = 5
+GC_STATUS = 5      # why run_grains returned (STATUS_*)
+GC_BAD_I = 6       # diverged: the grain (or the first grain of the pair) that did
+GC_BAD_J = 7       # diverged: the second grain of the pair (-1: none; <= -2: wall -2 - value)
+GC_NCONTACTS = 8   # grain pairs (and grain-wall pairs) with a contact node at the last force evaluation
+N_GC = 9
+
+STATUS_DONE = 0
+STATUS_PAIRS_FULL = 1   # the drift of the step is done, its forces wait for a longer pair list
+STATUS_DIVERGED = 2
 
 
 @njit
@@ -75,41 +94,27 @@ def update_rotations(quat, rot, angmom, inertia, omega, motion):
 
 
 @njit
-def wrap_into_cell(pos, cell, periodic):
-    """Bring the centres on periodic axes into [lo, lo + L) (orthogonal cell)."""
-    for k in range(3):
-        if periodic[k]:
-            lo = cell[CELL_LO + k]
-            L = cell[CELL_L + k]
-            for g in range(pos.shape[0]):
-                x = pos[g, k]
-                if x < lo or x >= lo + L:
-                    x -= L * math.floor((x - lo) / L)
-                    if x >= lo + L:
-                        x -= L
-                    pos[g, k] = x
-
-
-@njit
 def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
-    """Half list of the grain pairs whose bounding spheres lie within `skin` of each other (minimum
-    image on periodic axes), over a grid of bins at least the cutoff wide; returns the count (more
-    than len(pairs) means: grow and call again)."""
+    """Wrap the centres into the cell and list, as a half list, the grain pairs whose bounding
+    spheres lie within `skin` of each other (minimum image), over the grid of bins the sphere list
+    uses (core.cell.wrap_and_grid; fractional coordinates once the cell is sheared); returns the
+    count (more than len(pairs) means: grow and call again)."""
     n = pos.shape[0]
     rmax = 0.0
     for g in range(n):
         rmax = max(rmax, radius[g])
     cutoff = 2.0 * rmax + skin
     m = np.empty(3, dtype=np.int64)
-    for k in range(3):
-        m[k] = max(1, min(64, int(cell[CELL_L + k] / cutoff)))
+    sheared = is_sheared(cell)
+    if sheared:
+        wrap_and_grid_tilted(pos, n, cell, periodic, cutoff, m)
+    else:
+        wrap_and_grid(pos, n, cell, periodic, cutoff, m)
     nb = m[0] * m[1] * m[2]
     bin_of = np.empty(n, dtype=np.int64)
     count = np.zeros(nb + 1, dtype=np.int64)
     for g in range(n):
-        b = (cell_index(pos[g, 0], cell[CELL_LO], cell[CELL_L], m[0]) * m[1]
-             + cell_index(pos[g, 1], cell[CELL_LO + 1], cell[CELL_L + 1], m[1])) * m[2] \
-            + cell_index(pos[g, 2], cell[CELL_LO + 2], cell[CELL_L + 2], m[2])
+        b = grid_bin_of(pos, g, cell, sheared, m[0], m[1], m[2])
         bin_of[g] = b
         count[b + 1] += 1
     for b in range(nb):
@@ -120,6 +125,7 @@ def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
         order[fill[bin_of[g]]] = g
         fill[bin_of[g]] += 1
     Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
+    txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
     seen = np.full(nb, -1, dtype=np.int64)
     k = 0
     for i in range(n):
@@ -153,8 +159,7 @@ def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
                         j = order[t]
                         if j <= i:
                             continue
-                        ex, ey, ez = min_image(pos[j, 0] - pos[i, 0], pos[j, 1] - pos[i, 1], pos[j, 2] - pos[i, 2],
-                                               Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+                        ex, ey, ez = pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic)
                         r = radius[i] + radius[j] + skin
                         if ex * ex + ey * ey + ez * ez < r * r:
                             if k < pairs.shape[0]:
@@ -164,31 +169,54 @@ def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
     return k
 
 
+@njit(inline="always")
+def pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic):
+    """The minimum image of x_j - x_i (through the tilted cell once it is sheared)."""
+    dx = pos[j, 0] - pos[i, 0]
+    dy = pos[j, 1] - pos[i, 1]
+    dz = pos[j, 2] - pos[i, 2]
+    if sheared:
+        return min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, periodic[0], periodic[1], periodic[2])
+    return min_image(dx, dy, dz, Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+
+
 @njit
 def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
-                 t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, force, torque, gravity, cell,
-                 periodic, wall_point, wall_normal, law, k_normal, kt_ratio, mu, zeta, both, hist_off, shear,
-                 partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
-                 energy):
-    """Zero and assemble the forces and moments of every grain; returns the number of contact nodes.
+                 t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, gravity,
+                 cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off,
+                 shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x,
+                 cp_f, cp_ij, energy, acc, gctl):
+    """Zero and assemble the forces and moments of every grain, the stress and the wall forces;
+    returns the number of contact nodes, or -1 when a node penetrates deeper than `limit` times the
+    smaller bounding radius (gctl[GC_BAD_I/J] name the pair).
 
     Pairs go through the minimum image: the nodes of one grain meet the image of the other that
-    lies within half a cell, so a pair across a periodic face feels what it would in the middle."""
+    lies within half a cell, so a pair across a periodic face feels what it would in the middle.
+    Friction is the material pair's, mu_tab[material_i, material_j] (walls: their own material)."""
     n_grains = pos.shape[0]
-    energy[0] = 0.0
+    energy[E_NORMAL] = 0.0
+    energy[E_TANGENT] = 0.0
+    energy[E_SLIDING] = 0.0
+    for k in range(9):
+        acc[ACC_STRESS + k] = 0.0
+    for w in range(walls.shape[0]):
+        for d in range(3):
+            acc[ACC_WALL + 3 * w + d] = 0.0
     Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
+    txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
+    sheared = is_sheared(cell)
     for g in range(n_grains):
         for d in range(3):
             force[g, d] = mass[g] * gravity[d] if motion[g] == MOTION_DYNAMIC else 0.0
             torque[g, d] = 0.0
     n_cp = 0
+    n_touch = 0
     for c in range(n_pairs):
         i = pairs[c, 0]
         j = pairs[c, 1]
         if motion[i] != MOTION_DYNAMIC and motion[j] != MOTION_DYNAMIC:
             continue
-        ex, ey, ez = min_image(pos[j, 0] - pos[i, 0], pos[j, 1] - pos[i, 1], pos[j, 2] - pos[i, 2],
-                               Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+        ex, ey, ez = pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic)
         r = radius[i] + radius[j]
         if ex * ex + ey * ey + ez * ez >= r * r:
             continue
@@ -210,6 +238,13 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
                                        sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
         if n_sc == 0:
             continue
+        deepest = limit * min(t_radius[tmpl[i]], t_radius[tmpl[j]])
+        for s in range(n_sc):
+            if not (sc_delta[s] < deepest):
+                gctl[GC_BAD_I] = i
+                gctl[GC_BAD_J] = j
+                return -1
+        n_touch += 1
         if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
             m_eff = mass[i] * mass[j] / (mass[i] + mass[j])
         elif motion[i] == MOTION_DYNAMIC:
@@ -217,42 +252,62 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
         else:
             m_eff = mass[j]
         n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta,
-                                kt_ratio, mu, dt, step, pos, vel, omega, force, torque, shear, partner,
-                                last_step, wall_normal, cp_x, cp_f, n_cp, energy)
+                                kt_ratio, mu_tab[material[i], material[j]], dt, step, pos, vel, omega, force,
+                                torque, shear, partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp, energy, acc)
     for g in range(n_grains):
         if motion[g] != MOTION_DYNAMIC:
             continue
-        for w in range(wall_point.shape[0]):
+        for w in range(walls.shape[0]):
             dist = 0.0
             for d in range(3):
-                dist += (pos[g, d] - wall_point[w, d]) * wall_normal[w, d]
+                dist += (pos[g, d] - walls[w, d]) * walls[w, 3 + d]
             if dist > radius[g]:
                 continue
-            n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point,
-                                         wall_normal, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
-                                         sc_x, sc_g, sc_delta, sc_k, 0)
+            n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal,
+                                         hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, 0)
+            if n_sc == 0:
+                continue
+            for s in range(n_sc):
+                if not (sc_delta[s] < limit * t_radius[tmpl[g]]):
+                    gctl[GC_BAD_I] = g
+                    gctl[GC_BAD_J] = -2 - w
+                    return -1
+            n_touch += 1
             n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mass[g],
-                                    zeta, kt_ratio, mu, dt, step, pos, vel, omega, force, torque, shear,
-                                    partner, last_step, wall_normal, cp_x, cp_f, n_cp, energy)
+                                    zeta, kt_ratio, mu_tab[material[g], wall_mat[w]], dt, step, pos, vel, omega,
+                                    force, torque, shear, partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp,
+                                    energy, acc)
+    gctl[GC_NCONTACTS] = n_touch
     return n_cp
 
 
 @njit
-def max_drift2(pos, pos_build, cell, periodic):
-    """Largest squared displacement of a centre since the last rebuild (minimum image)."""
-    Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
+def affine_drift2(pos, pos_build, cell):
+    """Largest squared displacement of a centre since the last rebuild relative to where the cell's
+    affine map since then (F = h h_build^-1) took its build position."""
+    lo0, lo1, lo2 = cell[CELL_LO], cell[CELL_LO + 1], cell[CELL_LO + 2]
+    s0 = cell[CELL_L] / cell[CELL_LBUILD]
+    s1 = cell[CELL_L + 1] / cell[CELL_LBUILD + 1]
+    s2 = cell[CELL_L + 2] / cell[CELL_LBUILD + 2]
+    f01 = (cell[CELL_TILT] - s0 * cell[CELL_TILT_BUILD]) / cell[CELL_LBUILD + 1]
+    f12 = (cell[CELL_TILT + 2] - s1 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
+    f02 = (cell[CELL_TILT + 1] - s0 * cell[CELL_TILT_BUILD + 1] - f01 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
     worst = 0.0
     for g in range(pos.shape[0]):
-        dx, dy, dz = min_image(pos[g, 0] - pos_build[g, 0], pos[g, 1] - pos_build[g, 1], pos[g, 2] - pos_build[g, 2],
-                               Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+        bx = pos_build[g, 0] - lo0
+        by = pos_build[g, 1] - lo1
+        bz = pos_build[g, 2] - lo2
+        dx = pos[g, 0] - (lo0 + bx * s0 + by * f01 + bz * f02)
+        dy = pos[g, 1] - (lo1 + by * s1 + bz * f12)
+        dz = pos[g, 2] - (lo2 + bz * s2)
         worst = max(worst, dx * dx + dy * dy + dz * dz)
     return worst
 
 
 @njit
 def rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
-    """Wrap the centres, list the pairs and remember where the centres were; False if `pairs` must grow."""
-    wrap_into_cell(pos, cell, periodic)
+    """List the pairs (wrapping the centres) and remember the centres and the cell; False if
+    `pairs` must grow."""
     k = build_grain_pairs(pos, radius, cell, periodic, skin, pairs)
     gctl[GC_NEED] = k
     if k > pairs.shape[0]:
@@ -262,56 +317,180 @@ def rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
     for g in range(pos.shape[0]):
         for d in range(3):
             pos_build[g, d] = pos[g, d]
+    for d in range(3):
+        cell[CELL_LBUILD + d] = cell[CELL_L + d]
+        cell[CELL_TILT_BUILD + d] = cell[CELL_TILT + d]
     return True
 
 
 @njit
-def run_grains(n_steps, dt, skin, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
-               t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, force, torque, gravity,
-               cell, periodic, wall_point, wall_normal, law, k_normal, kt_ratio, mu, zeta, both, hist_off, shear,
-               partner, last_step, pairs, pos_build, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e,
-               cp_x, cp_f, energy, gctl):
-    """Advance up to n_steps steps; returns the number done (fewer when `pairs` must grow: the caller
-    grows it and calls again, the step in hand is redone from its start)."""
-    n_grains = pos.shape[0]
+def walls_half_work(walls, acc, dt):
+    """Half of the walls' work over a step with the forces of one end of it (the trapezoid rule:
+    the forces before the step, then those after it); the walls push the grains with -F."""
+    for w in range(walls.shape[0]):
+        for d in range(3):
+            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * dt
+
+
+@njit
+def move_walls(walls, acc, dt):
+    """The walls' first half of work, then their move by their velocities."""
+    walls_half_work(walls, acc, dt)
+    for w in range(walls.shape[0]):
+        for d in range(3):
+            walls[w, d] += walls[w, 6 + d] * dt
+
+
+@njit
+def half_kick(hdt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy):
+    """v += F/m dt/2, L += tau dt/2 of the dynamic grains, with Cundall's local damping alpha: each
+    component of F and tau reduced by alpha |F_k| against the sign of v_k (omega_k). The energy it
+    removes goes to energy[E_LOCAL]: the damping force times the kick's mean velocity (v + dv/2,
+    omega + domega/2), which is its exact share of the kick's change of kinetic energy (of the
+    rotational one to first order in the kick)."""
+    if alpha == 0.0:
+        for g in range(vel.shape[0]):
+            if motion[g] == MOTION_DYNAMIC:
+                for d in range(3):
+                    vel[g, d] += force[g, d] / mass[g] * hdt
+                    angmom[g, d] += torque[g, d] * hdt
+        return
+    removed = 0.0
+    dtq = np.empty(3)
+    dL = np.empty(3)
+    for g in range(vel.shape[0]):
+        if motion[g] != MOTION_DYNAMIC:
+            continue
+        for d in range(3):
+            f = force[g, d]
+            df = -alpha * abs(f) * math.copysign(1.0, vel[g, d]) if vel[g, d] != 0.0 else 0.0
+            dv = (f + df) / mass[g] * hdt
+            removed -= df * (vel[g, d] + 0.5 * dv) * hdt
+            vel[g, d] += dv
+            t = torque[g, d]
+            dtq[d] = -alpha * abs(t) * math.copysign(1.0, omega[g, d]) if omega[g, d] != 0.0 else 0.0
+            dL[d] = (t + dtq[d]) * hdt
+            angmom[g, d] += dL[d]
+        # the kick's change of omega at the current orientation: R I^-1 R^T dL
+        for d in range(3):
+            dw = 0.0
+            for a in range(3):
+                lb = rot[g, 0, a] * dL[0] + rot[g, 1, a] * dL[1] + rot[g, 2, a] * dL[2]
+                dw += rot[g, d, a] * lb / inertia[g, a]
+            removed -= dtq[d] * (omega[g, d] + 0.5 * dw) * hdt
+    energy[E_LOCAL] += removed
+
+
+@njit
+def drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, gravity, cell,
+                 energy):
+    """Half kick and drift of every grain (dynamic: with the cell's affine flow and the free rotor;
+    kinematic: as prescribed); then the cell moves. False if a grain's state is not finite."""
     Lb = np.empty(3)
     R = np.empty((3, 3))
     hdt = 0.5 * dt
-    half_skin2 = 0.25 * skin * skin
+    lo0, lo1, lo2 = cell[CELL_LO], cell[CELL_LO + 1], cell[CELL_LO + 2]
+    e0 = cell[CELL_RATE] * dt
+    e1 = cell[CELL_RATE + 1] * dt
+    e2 = cell[CELL_RATE + 2] * dt
+    g01 = cell[CELL_SHEAR_RATE] * dt
+    g02 = cell[CELL_SHEAR_RATE + 1] * dt
+    g12 = cell[CELL_SHEAR_RATE + 2] * dt
+    ok = True
+    work = 0.0
+    half_kick(hdt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy)
+    for g in range(pos.shape[0]):
+        if motion[g] == MOTION_DYNAMIC:
+            # gravity's work over the drift (the affine flow is the cell's, not gravity's)
+            work += mass[g] * (gravity[0] * vel[g, 0] + gravity[1] * vel[g, 1] + gravity[2] * vel[g, 2]) * dt
+            x = pos[g, 0] - lo0
+            y = pos[g, 1] - lo1
+            z = pos[g, 2] - lo2
+            pos[g, 0] += vel[g, 0] * dt + x * e0 + y * g01 + z * g02
+            pos[g, 1] += vel[g, 1] * dt + y * e1 + z * g12
+            pos[g, 2] += vel[g, 2] * dt + z * e2
+            quat_to_matrix(quat[g], R)
+            for a in range(3):
+                Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]
+            free_rotor(quat[g], Lb, inertia[g], dt)
+            # L in world axes is unchanged by a free rotation: Lb only moved with the body
+        elif motion[g] == MOTION_KINEMATIC:
+            for d in range(3):
+                pos[g, d] += vel[g, d] * dt
+            turn_by_world_spin(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
+        for d in range(3):
+            if not (math.isfinite(pos[g, d]) and math.isfinite(angmom[g, d])):
+                ok = False
+    energy[E_GRAVITY] += work
+    advance_cell(cell, dt)
+    return ok
+
+
+@njit
+def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius,
+                pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque, gravity,
+                cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear,
+                partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
+                cp_ij, energy, acc, gctl):
+    """The second half of a step: forces at the drifted state, the walls' second half of work,
+    the second half kick. False if the run diverged (gctl names where)."""
+    step = gctl[GC_STEP] + 1
+    n_cp = grain_forces(step, dt, pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
+                        t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force,
+                        torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both,
+                        limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g,
+                        sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl)
+    if n_cp < 0:
+        gctl[GC_STATUS] = STATUS_DIVERGED
+        return False
+    gctl[GC_NCP] = n_cp
+    walls_half_work(walls, acc, dt)
+    half_kick(0.5 * dt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy)
+    update_rotations(quat, rot, angmom, inertia, omega, motion)
+    gctl[GC_STEP] = step
+    return True
+
+
+@njit
+def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
+               t_areas, t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force,
+               torque, gravity, cell, ctl, ictl, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta,
+               both, hist_off, shear, partner, last_step, pairs, pos_build, sc_owner, sc_other, sc_hist, sc_x, sc_g,
+               sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl):
+    """Advance up to n_steps steps; returns the number completed. gctl[GC_STATUS] says why it
+    returned: STATUS_PAIRS_FULL (the step in hand has drifted; the caller grows `pairs`, rebuilds and
+    calls finish_step), STATUS_DIVERGED (gctl[GC_BAD_I/J]), else done.
+
+    A step: the cell's servo (boundaries.servo, on the stress of the last forces); walls move; half
+    kick and drift with the cell's flow; the cell moves; a neighbour rebuild when the skin no longer
+    covers what moved (centres relative to the affine flow, the cell's stretch and tilt); forces;
+    half kick."""
+    gctl[GC_STATUS] = STATUS_DONE
+    alpha = ctl[CTL_LOCAL_DAMP]
+    rmax = 0.0
+    for g in range(pos.shape[0]):
+        rmax = max(rmax, radius[g])
+    cutoff = 2.0 * rmax + skin
     for it in range(n_steps):
-        if max_drift2(pos, pos_build, cell, periodic) > half_skin2:
+        servo(cell, ctl, ictl, acc)
+        move_walls(walls, acc, dt)
+        if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                            gravity, cell, energy):
+            gctl[GC_STATUS] = STATUS_DIVERGED
+            gctl[GC_BAD_I] = -1
+            return it
+        update_rotations(quat, rot, angmom, inertia, omega, motion)
+        stretch, flip = deformation_since_build(cell)
+        if flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin:
             if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
+                gctl[GC_STATUS] = STATUS_PAIRS_FULL
                 return it
-        step = gctl[GC_STEP] + 1
-        for g in range(n_grains):
-            if motion[g] == MOTION_DYNAMIC:
-                for d in range(3):
-                    vel[g, d] += force[g, d] / mass[g] * hdt
-                    angmom[g, d] += torque[g, d] * hdt
-                    pos[g, d] += vel[g, d] * dt
-                quat_to_matrix(quat[g], R)
-                for a in range(3):
-                    Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]
-                free_rotor(quat[g], Lb, inertia[g], dt)
-                # L in world axes is unchanged by a free rotation: Lb only moved with the body
-            elif motion[g] == MOTION_KINEMATIC:
-                for d in range(3):
-                    pos[g, d] += vel[g, d] * dt
-                turn_by_world_spin(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
-        gctl[GC_NCP] = grain_forces(step, dt, pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin,
-                                    t_h, t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion,
-                                    radius, force, torque, gravity, cell, periodic, wall_point, wall_normal, law,
-                                    k_normal, kt_ratio, mu, zeta, both, hist_off, shear, partner, last_step,
-                                    sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
-                                    energy)
-        for g in range(n_grains):
-            if motion[g] == MOTION_DYNAMIC:
-                for d in range(3):
-                    vel[g, d] += force[g, d] / mass[g] * hdt
-                    angmom[g, d] += torque[g, d] * hdt
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
-        gctl[GC_STEP] = step
+        if not finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
+                           t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material,
+                           force, torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab,
+                           zeta, both, limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x,
+                           sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl):
+            return it
     return n_steps
 
 
@@ -324,9 +503,13 @@ class LevelSetBodies:
     STATE = ("t_phi", "t_phi_off", "t_shape", "t_origin", "t_h", "t_node_off", "t_nodes", "t_areas", "t_radius",
              "material", "tmpl", "motion", "pos", "vel", "omega", "angmom", "quat", "rot", "force", "torque", "mass",
              "inertia", "radius", "hist_off", "shear", "partner", "last_step", "pairs", "pos_build", "gctl",
-             "energy")
+             "energy", "mu_tab", "wall_mat", "t_vert", "t_vert_off", "t_face", "t_face_off")
+    # arrays older checkpoints lack: the caller sets the friction table; no surfaces for output
+    _OPTIONAL = ("mu_tab", "wall_mat", "t_vert", "t_vert_off", "t_face", "t_face_off")
+    # arrays that later layouts added or grew, with the value an older checkpoint's run had
+    _PADDED = {"energy": N_ENERGY, "gctl": N_GC}
 
-    def __init__(self, templates, batches, materials):
+    def __init__(self, templates, batches, materials, mu_tab, wall_mat):
         T = list(templates)
         self.templates = T
         self.t_phi = np.concatenate([t.phi_grid.ravel() for t in T])
@@ -338,6 +521,11 @@ class LevelSetBodies:
         self.t_nodes = np.ascontiguousarray(np.concatenate([t.nodes for t in T]))
         self.t_areas = np.concatenate([t.areas for t in T])
         self.t_radius = np.array([t.bounding_radius for t in T], dtype=np.float64)
+        # the marching-cubes surfaces, for output (VTK) only
+        self.t_vert = np.ascontiguousarray(np.concatenate([t.surface_vertices for t in T]), dtype=np.float64)
+        self.t_vert_off = np.cumsum([0] + [len(t.surface_vertices) for t in T]).astype(np.int64)
+        self.t_face = np.ascontiguousarray(np.concatenate([t.surface_faces for t in T]), dtype=np.int64)
+        self.t_face_off = np.cumsum([0] + [len(t.surface_faces) for t in T]).astype(np.int64)
         self.tmpl = np.concatenate([np.full(len(b["pos"]), b["template"], dtype=np.int64) for b in batches])
         self.motion = np.concatenate([np.full(len(b["pos"]), b["motion"], dtype=np.int64) for b in batches])
         self.material = np.concatenate([np.full(len(b["pos"]), b["material"], dtype=np.int64) for b in batches])
@@ -370,7 +558,9 @@ class LevelSetBodies:
         self.pairs = np.zeros((max(16, 8 * G), 2), dtype=np.int64)
         self.pos_build = np.full((G, 3), np.inf)  # forces a rebuild at the first step
         self.gctl = np.zeros(N_GC, dtype=np.int64)
-        self.energy = np.zeros(1)
+        self.energy = np.zeros(N_ENERGY)
+        self.mu_tab = np.ascontiguousarray(mu_tab, dtype=np.float64)
+        self.wall_mat = np.asarray(wall_mat, dtype=np.int64).reshape(-1)
         self._scratch()
         update_rotations(self.quat, self.rot, self.angmom, self.inertia, self.omega, self.motion)
 
@@ -384,8 +574,10 @@ class LevelSetBodies:
         self.sc_e = np.zeros((m, 3))
         self.sc_delta = np.zeros(m)
         self.sc_k = np.zeros(m)
-        self.cp_x = np.zeros((100_000, 3))
-        self.cp_f = np.zeros((100_000, 3))
+        cap = max(100_000, 64 * len(self.pos))
+        self.cp_x = np.zeros((cap, 3))
+        self.cp_f = np.zeros((cap, 3))
+        self.cp_ij = np.zeros((cap, 2), dtype=np.int64)
 
     @property
     def n(self):
@@ -396,36 +588,63 @@ class LevelSetBodies:
                 self.t_nodes, self.t_areas, self.t_radius)
 
     def _contact_args(self, c):
-        return (c["law_code"], c["stiffness"], c["kt_ratio"], c["mu"], c["damping_ratio"], c["contact"] == "both")
+        return (c["law_code"], c["stiffness"], c["kt_ratio"], self.mu_tab, c["damping_ratio"], c["contact"] == "both")
 
     def _scratch_args(self):
         return (self.sc_owner, self.sc_other, self.sc_hist, self.sc_x, self.sc_g, self.sc_delta, self.sc_k,
-                self.sc_e, self.cp_x, self.cp_f, self.energy)
+                self.sc_e, self.cp_x, self.cp_f, self.cp_ij, self.energy)
+
+    def _body_args(self):
+        return (self.pos, self.vel, self.quat, self.rot, self.angmom, self.omega, self.mass, self.inertia,
+                self.motion, self.radius, self.material, self.force, self.torque)
+
+    def _grow_pairs(self):
+        self.pairs = np.zeros((2 * int(self.gctl[GC_NEED]), 2), dtype=np.int64)
 
     def ensure_pairs(self, cell, periodic, skin):
         while not rebuild(self.pos, self.radius, cell, periodic, skin, self.pairs, self.pos_build, self.gctl):
-            self.pairs = np.zeros((2 * int(self.gctl[GC_NEED]), 2), dtype=np.int64)
+            self._grow_pairs()
 
-    def forces(self, dt, gravity, cell, periodic, walls, contact, skin):
-        """Forces at the current state (before the first step, and after a restart that lost them)."""
+    def _finish(self, dt, alpha, gravity, cell, periodic, walls, contact, limit, acc):
+        return finish_step(dt, alpha, self.pairs, *self._template_args(), *self._body_args(), gravity, cell, periodic, walls,
+                           self.wall_mat, *self._contact_args(contact), limit, self.hist_off, self.shear,
+                           self.partner, self.last_step, *self._scratch_args(), acc, self.gctl)
+
+    def forces(self, dt, gravity, cell, periodic, walls, contact, skin, limit, acc):
+        """Forces at the current state (before the first step): a force evaluation whose contact
+        histories count as the step before the first."""
         self.ensure_pairs(cell, periodic, skin)
-        self.gctl[GC_NCP] = grain_forces(
+        n_cp = grain_forces(
             int(self.gctl[GC_STEP]), dt, self.pairs, int(self.gctl[GC_NPAIRS]), *self._template_args(), self.pos,
-            self.vel, self.omega, self.rot, self.mass, self.motion, self.radius, self.force, self.torque, gravity,
-            cell, periodic, *_wall_planes(walls), *self._contact_args(contact), self.hist_off, self.shear,
-            self.partner, self.last_step, *self._scratch_args())
+            self.vel, self.omega, self.rot, self.mass, self.motion, self.radius, self.material, self.force,
+            self.torque, gravity, cell, periodic, walls, self.wall_mat, *self._contact_args(contact), limit,
+            self.hist_off, self.shear, self.partner, self.last_step, *self._scratch_args(), acc, self.gctl)
+        self.gctl[GC_NCP] = max(n_cp, 0)
+        return n_cp >= 0
 
-    def run(self, steps, dt, gravity, cell, periodic, walls, contact, skin):
+    def run(self, steps, dt, gravity, cell, ctl, ictl, periodic, walls, contact, skin, limit, acc):
+        """Advance `steps` steps; returns (steps done, diverged)."""
         left = int(steps)
+        done = 0
         while left > 0:
-            done = run_grains(left, dt, skin, *self._template_args(), self.pos, self.vel, self.quat, self.rot,
-                              self.angmom, self.omega, self.mass, self.inertia, self.motion, self.radius, self.force,
-                              self.torque, gravity, cell, periodic, *_wall_planes(walls),
-                              *self._contact_args(contact), self.hist_off, self.shear, self.partner,
-                              self.last_step, self.pairs, self.pos_build, *self._scratch_args(), self.gctl)
-            left -= done
-            if left > 0 and self.gctl[GC_NEED] > len(self.pairs):
-                self.pairs = np.zeros((2 * int(self.gctl[GC_NEED]), 2), dtype=np.int64)
+            k = run_grains(left, dt, skin, limit, *self._template_args(), *self._body_args(), gravity, cell, ctl, ictl,
+                           periodic, walls, self.wall_mat, *self._contact_args(contact), self.hist_off, self.shear,
+                           self.partner, self.last_step, self.pairs, self.pos_build, *self._scratch_args(), acc,
+                           self.gctl)
+            left -= k
+            done += k
+            status = int(self.gctl[GC_STATUS])
+            if status == STATUS_DIVERGED:
+                return done, True
+            if status == STATUS_PAIRS_FULL:
+                # the step in hand has drifted: list its pairs in longer arrays, then finish it
+                self._grow_pairs()
+                self.ensure_pairs(cell, periodic, skin)
+                if not self._finish(dt, ctl[CTL_LOCAL_DAMP], gravity, cell, periodic, walls, contact, limit, acc):
+                    return done, True
+                left -= 1
+                done += 1
+        return done, False
 
     # ---------------------------------------------------------------- diagnostics (read-only)
     def kinetic_energy(self):
@@ -439,7 +658,7 @@ class LevelSetBodies:
 
     def contact_energy(self):
         """Normal penalty energy sum k_i delta_i^2 / 2 at the last force evaluation."""
-        return float(self.energy[0])
+        return float(self.energy[E_NORMAL])
 
     def momentum(self):
         dyn = self.motion == MOTION_DYNAMIC
@@ -456,15 +675,36 @@ class LevelSetBodies:
         n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
         return self.cp_x[:n].copy(), self.cp_f[:n].copy()
 
+    def contact_network(self):
+        """The contacts of the last force evaluation summed per pair: dict of i, j (j <= -2: wall
+        -2 - j), force (m, 3) on i, n_nodes (m,). Each node force counts for its owner against its
+        partner, whichever of the two owns it."""
+        n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
+        o = self.cp_ij[:n, 0]
+        p = self.cp_ij[:n, 1]
+        f = self.cp_f[:n]
+        # orient each row as (lower grain, other): the force on the lower one
+        swap = (p >= 0) & (p < o)
+        i = np.where(swap, p, o)
+        j = np.where(swap, o, p)
+        f = np.where(swap[:, None], -f, f)
+        key = np.stack([i, j], axis=1)
+        uniq, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+        tot = np.zeros((len(uniq), 3))
+        np.add.at(tot, inv.reshape(-1), f)
+        return {"i": uniq[:, 0].copy(), "j": uniq[:, 1].copy(), "force": tot, "n_nodes": counts}
+
     def surfaces(self):
         """World-frame marching-cubes surfaces of all grains: (vertices, triangles, grain_id)."""
+        if getattr(self, "t_vert", None) is None:
+            raise ValueError("this checkpoint holds no grain surfaces (written by an older graindem): no VTK surfaces")
         verts, tris, gid = [], [], []
         nv = 0
         for g, t in enumerate(self.tmpl):
-            T = self.templates[t]
-            v = T.surface_vertices @ self.rot[g].T + self.pos[g]
+            tv = self.t_vert[self.t_vert_off[t]:self.t_vert_off[t + 1]]
+            v = tv @ self.rot[g].T + self.pos[g]
             verts.append(v)
-            tris.append(T.surface_faces + nv)
+            tris.append(self.t_face[self.t_face_off[t]:self.t_face_off[t + 1]] + nv)
             gid.append(np.full(len(v), g))
             nv += len(v)
         return np.concatenate(verts), np.concatenate(tris), np.concatenate(gid)
@@ -477,6 +717,7 @@ class LevelSetBodies:
         vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
         x, fc = self.contact_points()
         vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
+        return f"{prefix}_surfaces.vtu", f"{prefix}_contacts.vtu"
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
@@ -489,15 +730,14 @@ class LevelSetBodies:
         self = cls.__new__(cls)
         self.templates = None
         for name in self.STATE:
-            setattr(self, name, np.ascontiguousarray(np.array(arrays["grain_" + name])))
+            if "grain_" + name not in arrays and name in cls._OPTIONAL:
+                continue
+            a = np.ascontiguousarray(np.array(arrays["grain_" + name]))
+            if name in cls._PADDED and a.size < cls._PADDED[name]:
+                a = np.concatenate([a, np.zeros(cls._PADDED[name] - a.size, dtype=a.dtype)])
+            setattr(self, name, a)
         self._scratch()
         return self
-
-
-def _wall_planes(walls):
-    """(points, inward normals) of the Simulation's wall rows (shaped grains see them as fixed planes)."""
-    w = np.asarray(walls).reshape(-1, 12)
-    return np.ascontiguousarray(w[:, 0:3]), np.ascontiguousarray(w[:, 3:6])
 
 
 def node_contact_time_step(mass, stiffness):

@@ -31,17 +31,42 @@ reset to the spring that gives it (LAMMPS style). One slot per node: a node touc
 once keeps the history of the one seen last.
 
 Walls are planes x . n_w = p_w . n_w (n_w pointing into the domain), phi_w = n_w . (x - p_w), probed by
-every node of a grain with full weight (walls have no nodes).
+every node of a grain with full weight (walls have no nodes); a wall moves with its prescribed velocity.
+
+Kinematics in a deforming periodic cell: velocities are the bodies' own (peculiar) velocities, as for
+spheres; the cell's affine flow moves a body's centre x with L (x - lo) on top of them (L the cell's
+velocity gradient: strain rates on the diagonal, shear rates above it). The relative velocity of a
+node of o against the image of p at e (centre of p's image minus centre of o) therefore gains
+-L e, the flow's velocity difference between the two centres; the image's own velocity is p's.
+
+Stress (Love-Weber, compression positive): each node force f on o adds f (x) (-e) (the force on o
+times the branch vector from p's image to o) to acc[ACC_STRESS]; a wall node adds (-f) (x) (x - x_o)
+(the force on the wall times the vector from o's centre to the node), as the sphere passes do.
+
+Energies (the `energy` array, E_*): E_NORMAL and E_TANGENT are the penalty energies sum k_i delta_i^2 / 2
+and sum k_t,i |s_i|^2 / 2 of the last force evaluation; E_VISC accumulates the work of the normal
+dampers, E_TWORK the work the relative motion does against the tangential forces (trapezoid rule in
+the spring force, so a sticking elastic spring stores exactly what it receives; the dampers at the
+step's velocity): what of it is not
+stored in the springs now (E_TWORK - E_TANGENT) was dissipated by Coulomb sliding, the tangential
+dampers and springs released when a node left its contact.
 """
 
 import math
 
 from .._jit import njit
+from ..core.cell import CELL_RATE, CELL_SHEAR_RATE
 from ..core.grid import trilinear
+from ..core.layout import ACC_STRESS, ACC_WALL
 
 LAW_NODE = 0
 LAW_AREA = 1
 LAWS = {"node": LAW_NODE, "area": LAW_AREA}
+
+# the energy array (see the module docstring); E_GRAVITY and E_LOCAL are the bodies' own (work of
+# gravity, energy removed by local damping)
+E_NORMAL, E_TANGENT, E_VISC, E_TWORK, E_SLIDING, E_GRAVITY, E_LOCAL = 0, 1, 2, 3, 4, 5, 6
+N_ENERGY = 7
 
 
 @njit
@@ -133,11 +158,12 @@ def collect_nodes_in(o, p, ex, ey, ez, weight, tmpl, t_phi, t_phi_off, t_shape, 
 
 
 @njit
-def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_point, wall_normal, law,
-                        k_normal, hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
-    """Append the nodes of grain o below wall w to the scratch arrays; returns the new count."""
+def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal, hist_off,
+                       sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
+    """Append the nodes of grain o below wall w (a row of the Simulation's walls: point, inward
+    normal, velocity) to the scratch arrays; returns the new count."""
     to = tmpl[o]
-    nx, ny, nz = wall_normal[w, 0], wall_normal[w, 1], wall_normal[w, 2]
+    nx, ny, nz = walls[w, 3], walls[w, 4], walls[w, 5]
     for a in range(t_node_off[to], t_node_off[to + 1]):
         bx = t_nodes[a, 0]
         by = t_nodes[a, 1]
@@ -145,7 +171,7 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_
         wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
         wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
         wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
-        val = (wx - wall_point[w, 0]) * nx + (wy - wall_point[w, 1]) * ny + (wz - wall_point[w, 2]) * nz
+        val = (wx - walls[w, 0]) * nx + (wy - walls[w, 1]) * ny + (wz - walls[w, 2]) * nz
         if val >= 0.0:
             continue
         s = n_sc
@@ -169,12 +195,12 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, wall_
 
 @njit
 def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
-                  mu, dt, step, pos, vel, omega, force, torque, shear, partner, last_step, wall_normal, cp_x,
-                  cp_f, n_cp, energy):
+                  mu, dt, step, pos, vel, omega, force, torque, shear, partner, last_step, walls, cell, cp_x,
+                  cp_f, cp_ij, n_cp, energy, acc):
     """Forces of the penetrating nodes in the scratch arrays (one grain pair or one grain-wall pair).
 
-    sc_other >= 0 is a grain, <= -2 encodes wall -2 - w (its normal replaces the level-set gradient).
-    energy[0] += normal penalty energy of these nodes (diagnostics only).
+    sc_other >= 0 is a grain, <= -2 encodes wall -2 - w (its normal replaces the level-set gradient,
+    its velocity is subtracted). Adds the stress, the wall forces and the energies (module docstring).
     """
     if n_sc == 0:
         return n_cp
@@ -182,9 +208,16 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
     for s in range(n_sc):
         K += sc_k[s]
     c_pair = 2.0 * zeta * math.sqrt(m_eff * K)
+    r00 = cell[CELL_RATE]
+    r11 = cell[CELL_RATE + 1]
+    r22 = cell[CELL_RATE + 2]
+    r01 = cell[CELL_SHEAR_RATE]
+    r02 = cell[CELL_SHEAR_RATE + 1]
+    r12 = cell[CELL_SHEAR_RATE + 2]
     for s in range(n_sc):
         o = sc_owner[s]
         p = sc_other[s]
+        w = -2 - p  # the wall, when p < 0
         k_i = sc_k[s]
         c_i = c_pair * k_i / K
         gx, gy, gz = sc_g[s, 0], sc_g[s, 1], sc_g[s, 2]
@@ -203,19 +236,30 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
         q0 = 0.0
         q1 = 0.0
         q2 = 0.0
+        e0 = sc_e[s, 0]
+        e1 = sc_e[s, 1]
+        e2 = sc_e[s, 2]
         if p >= 0:
-            q0 = r0 - sc_e[s, 0]
-            q1 = r1 - sc_e[s, 1]
-            q2 = r2 - sc_e[s, 2]
+            q0 = r0 - e0
+            q1 = r1 - e1
+            q2 = r2 - e2
             v0 -= vel[p, 0] + omega[p, 1] * q2 - omega[p, 2] * q1
             v1 -= vel[p, 1] + omega[p, 2] * q0 - omega[p, 0] * q2
             v2 -= vel[p, 2] + omega[p, 0] * q1 - omega[p, 1] * q0
+            # the cell's flow between the two centres (zero in a fixed cell)
+            v0 -= r00 * e0 + r01 * e1 + r02 * e2
+            v1 -= r11 * e1 + r12 * e2
+            v2 -= r22 * e2
+        else:
+            v0 -= walls[w, 6]
+            v1 -= walls[w, 7]
+            v2 -= walls[w, 8]
         vn = v0 * nx + v1 * ny + v2 * nz
         t0 = v0 - vn * nx
         t1 = v1 - vn * ny
         t2 = v2 - vn * nz
         delta = sc_delta[s]
-        energy[0] += 0.5 * k_i * delta * delta
+        energy[E_NORMAL] += 0.5 * k_i * delta * delta
         f0 = k_i * delta * gx - c_i * vn * nx
         f1 = k_i * delta * gy - c_i * vn * ny
         f2 = k_i * delta * gz - c_i * vn * nz
@@ -225,6 +269,9 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             f1 -= fn * ny
             f2 -= fn * nz
             fn = 0.0
+        # work of the normal damping: the force beyond the elastic k delta g against v
+        energy[E_VISC] -= ((f0 - k_i * delta * gx) * v0 + (f1 - k_i * delta * gy) * v1
+                           + (f2 - k_i * delta * gz) * v2) * dt
         hk = sc_hist[s]
         if mu > 0.0:
             kt = kt_ratio * k_i
@@ -244,6 +291,10 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
                     s2 *= scale
             else:
                 s0, s1, s2 = 0.0, 0.0, 0.0
+            # the spring force the carried spring held: one end of the trapezoid rule for the work
+            fo0 = -kt * s0
+            fo1 = -kt * s1
+            fo2 = -kt * s2
             s0 += t0 * dt
             s1 += t1 * dt
             s2 += t2 * dt
@@ -257,6 +308,7 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
                 ft0 *= scale
                 ft1 *= scale
                 ft2 *= scale
+                energy[E_SLIDING] += 1.0
                 if kt > 0.0:
                     s0 = -(ft0 + ct * t0) / kt
                     s1 = -(ft1 + ct * t1) / kt
@@ -264,6 +316,11 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             shear[hk, 0] = s0
             shear[hk, 1] = s1
             shear[hk, 2] = s2
+            energy[E_TANGENT] += 0.5 * kt * (s0 * s0 + s1 * s1 + s2 * s2)
+            # the spring part -k_t s by the trapezoid rule, the damper part -c_t v_t (unscaled by the
+            # limit: ft = -k_t s - c_t v_t with s the spring kept) at the step's velocity
+            energy[E_TWORK] += (0.5 * ((kt * s0 - fo0) * t0 + (kt * s1 - fo1) * t1 + (kt * s2 - fo2) * t2)
+                                + ct * (t0 * t0 + t1 * t1 + t2 * t2)) * dt
             f0 += ft0
             f1 += ft1
             f2 += ft2
@@ -282,6 +339,25 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             torque[p, 0] -= q1 * f2 - q2 * f1
             torque[p, 1] -= q2 * f0 - q0 * f2
             torque[p, 2] -= q0 * f1 - q1 * f0
+            # f on o (x) the branch from p's image to o
+            l0, l1, l2 = -e0, -e1, -e2
+            g0, g1, g2 = f0, f1, f2
+        else:
+            # the force on the wall (x) the vector from o's centre to the node
+            l0, l1, l2 = r0, r1, r2
+            g0, g1, g2 = -f0, -f1, -f2
+            acc[ACC_WALL + 3 * w] += g0
+            acc[ACC_WALL + 3 * w + 1] += g1
+            acc[ACC_WALL + 3 * w + 2] += g2
+        acc[ACC_STRESS + 0] += g0 * l0
+        acc[ACC_STRESS + 1] += g0 * l1
+        acc[ACC_STRESS + 2] += g0 * l2
+        acc[ACC_STRESS + 3] += g1 * l0
+        acc[ACC_STRESS + 4] += g1 * l1
+        acc[ACC_STRESS + 5] += g1 * l2
+        acc[ACC_STRESS + 6] += g2 * l0
+        acc[ACC_STRESS + 7] += g2 * l1
+        acc[ACC_STRESS + 8] += g2 * l2
         if n_cp < cp_x.shape[0]:
             cp_x[n_cp, 0] = x0
             cp_x[n_cp, 1] = x1
@@ -289,5 +365,7 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             cp_f[n_cp, 0] = f0
             cp_f[n_cp, 1] = f1
             cp_f[n_cp, 2] = f2
+            cp_ij[n_cp, 0] = o
+            cp_ij[n_cp, 1] = p
         n_cp += 1
     return n_cp

@@ -103,6 +103,60 @@ def flip_tilts(cell):
             cell[CELL_TILT + t] -= Lx * math.floor(cell[CELL_TILT + t] / Lx + 0.5)
 
 
+@njit(_nrt=False, inline="always")
+def new_tilts(cell, dt):
+    """The tilts after one step of the cell's flow: h <- (I + L dt) h with the strain rates and shear
+    rates of the last servo call (the cell's rows keep every body's fractional coordinates)."""
+    e0 = cell[CELL_RATE] * dt
+    e1 = cell[CELL_RATE + 1] * dt
+    g01 = cell[CELL_SHEAR_RATE] * dt
+    g02 = cell[CELL_SHEAR_RATE + 1] * dt
+    g12 = cell[CELL_SHEAR_RATE + 2] * dt
+    xy_new = (1.0 + e0) * cell[CELL_TILT] + g01 * cell[CELL_L + 1]
+    xz_new = (1.0 + e0) * cell[CELL_TILT + 1] + g01 * cell[CELL_TILT + 2] + g02 * cell[CELL_L + 2]
+    yz_new = (1.0 + e1) * cell[CELL_TILT + 2] + g12 * cell[CELL_L + 2]
+    return xy_new, xz_new, yz_new
+
+
+@njit(_nrt=False, inline="always")
+def advance_cell(cell, dt):
+    """Move the cell by one step of its flow (tilts, lengths, accumulated shear strains), after the
+    drift of the level-set grains. (The sphere pass, engine.integration, keeps its own copy of these
+    lines: with fastmath's contraction an inlined copy may round the tilt differently in its last bit,
+    and sphere runs are kept bit for bit.)"""
+    xy_new, xz_new, yz_new = new_tilts(cell, dt)
+    cell[CELL_TILT] = xy_new
+    cell[CELL_TILT + 1] = xz_new
+    cell[CELL_TILT + 2] = yz_new
+    for k in range(3):
+        cell[CELL_L + k] *= 1.0 + cell[CELL_RATE + k] * dt
+        cell[CELL_GAMMA + k] += cell[CELL_SHEAR_RATE + k] * dt
+
+
+@njit(_nrt=False, inline="always")
+def deformation_since_build(cell):
+    """(bound, flip): a bound on |F - I| of the cell's affine map F since the last neighbour rebuild
+    (max |F_kk - 1| plus the Frobenius norm of F's off-diagonal part), and whether a tilt passed
+    half a cell length (the rebuild must then flip it). The rule of the sphere loop (engine.loop,
+    which keeps its own copy for the reason given at advance_cell)."""
+    stretch = 0.0
+    for k in range(3):
+        s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
+        if s > stretch:
+            stretch = s
+    flip = False
+    if is_sheared(cell):
+        xy_b = cell[CELL_TILT_BUILD]
+        yz_b = cell[CELL_TILT_BUILD + 2]
+        f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
+        f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
+        f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
+               - f01 * yz_b) / cell[CELL_LBUILD + 2]
+        stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
+        flip = tilt_out_of_range(cell)
+    return stretch, flip
+
+
 @njit
 def fractional(x, y, z, cell):
     """Fractional coordinates h^-1 (x - lo) of a point in the (upper-triangular) cell."""
@@ -121,6 +175,87 @@ def cell_index(x, lo, L, m):
         return m - 1
     return c
 
+
+@njit(_nrt=False, inline="always")
+def bins_across(width, cutoff):
+    """Bins of at least the cutoff across a width (1 to 1024)."""
+    m = int(width / cutoff)
+    if m < 1:
+        m = 1
+    if m > 1024:
+        m = 1024
+    return m
+
+
+@njit
+def wrap_and_grid(pos, n, cell, periodic, cutoff, ncell):
+    """Wrap periodic coordinates into the box and size the cell grid (ncell, 3 ints)."""
+    for k in range(3):
+        lo = cell[CELL_LO + k]
+        L = cell[CELL_L + k]
+        if periodic[k] != 0:
+            for i in range(n):
+                x = pos[i, k]
+                if x < lo or x >= lo + L:
+                    x -= L * math.floor((x - lo) / L)
+                    if x >= lo + L:
+                        x -= L
+                    pos[i, k] = x
+        ncell[k] = bins_across(L, cutoff)
+
+
+@njit
+def wrap_and_grid_tilted(pos, n, cell, periodic, cutoff, ncell):
+    """wrap_and_grid of a sheared cell: flip the tilts, wrap through fractional coordinates (a
+    jump across the y face shifts x by the tilt xy: Lees-Edwards), and size the grid by the cell's
+    heights (the distances between opposite faces), so that +-1 bin in fractional coordinates
+    holds every neighbour within the cutoff."""
+    flip_tilts(cell)
+    Lx = cell[CELL_L]
+    Ly = cell[CELL_L + 1]
+    Lz = cell[CELL_L + 2]
+    xy = cell[CELL_TILT]
+    xz = cell[CELL_TILT + 1]
+    yz = cell[CELL_TILT + 2]
+    for i in range(n):
+        x = pos[i, 0]
+        y = pos[i, 1]
+        z = pos[i, 2]
+        if periodic[2] != 0:
+            k = math.floor((z - cell[CELL_LO + 2]) / Lz)
+            z -= k * Lz
+            y -= k * yz
+            x -= k * xz
+        if periodic[1] != 0:
+            _, f1, _ = fractional(x, y, z, cell)
+            k = math.floor(f1)
+            y -= k * Ly
+            x -= k * xy
+        if periodic[0] != 0:
+            f0, _, _ = fractional(x, y, z, cell)
+            x -= Lx * math.floor(f0)
+        pos[i, 0] = x
+        pos[i, 1] = y
+        pos[i, 2] = z
+    vol = Lx * Ly * Lz
+    # heights: V / |b x c|, V / |a x c|, V / |a x b|
+    bcx = Ly * Lz
+    bcy = -xy * Lz
+    bcz = xy * yz - Ly * xz
+    heights = (vol / math.sqrt(bcx * bcx + bcy * bcy + bcz * bcz), Ly * Lz / math.sqrt(Lz * Lz + yz * yz), Lz)
+    for k in range(3):
+        ncell[k] = bins_across(heights[k], cutoff)
+
+
+@njit
+def grid_bin_of(pos, i, cell, sheared, mx, my, mz):
+    """Grid bin of particle i: by position, or in a sheared cell by fractional coordinates."""
+    if not sheared:
+        return (cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
+                + cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
+            + cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
+    f0, f1, f2 = fractional(pos[i, 0], pos[i, 1], pos[i, 2], cell)
+    return (cell_index(f0, 0.0, 1.0, mx) * my + cell_index(f1, 0.0, 1.0, my)) * mz + cell_index(f2, 0.0, 1.0, mz)
 
 
 def minimum_image(d, lengths, tilts, periodic):

@@ -37,3 +37,12 @@ def load(path, verbose=False, for_restart=False):
                          "not for --restart; restart from the run's checkpoint.h5 (its last good state) with a "
                          "smaller time step")
     return Simulation.from_state(arrays, meta, verbose=verbose), meta.get("extra")
+
+
+def load_if_same(path, tag, key):
+    """The Simulation saved in `path` whose extra[tag] equals `key` (a prepared packing's settings),
+    or None when there is no such file or it was saved for other settings."""
+    if path is None or not Path(path).exists():
+        return None
+    sim, extra = load(path)
+    return sim if extra and extra.get(tag) == key else None

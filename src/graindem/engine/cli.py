@@ -30,7 +30,7 @@ from pathlib import Path
 
 # files graindem writes into a results folder atomically (their leftover temporaries are removed)
 OUTPUT_FILES = ("checkpoint.h5", "diverged.h5", "packing.h5", "series.json", "summary.json", "run.json",
-                "series.csv", "series.jsonl", "particles.pvd", "contacts.pvd")
+                "series.csv", "series.jsonl", "particles.pvd", "grains.pvd", "contacts.pvd")
 RUN_FILE = "run.json"
 # bytes a checkpoint needs per particle, an upper estimate (state, ~8 pair rows, history points)
 CHECKPOINT_BYTES_PER_PARTICLE = 8192
@@ -75,11 +75,11 @@ def read_run_identity(out):
 def _save_state(sim, test, out):
     """Write out/checkpoint.h5 from a state that is complete (validated first, so a damaged state
     never replaces the last good checkpoint). Returns its path, or None with the reason."""
-    from ..io.checkpoint_check import validate_engine_state
+    from ..io.checkpoint_check import validate_state
     from . import checkpoint
     try:
         arrays, meta = sim.state_dict()
-        validate_engine_state(arrays, meta, source="the state to save")
+        validate_state(arrays, meta, source="the state to save")
         return checkpoint.save(sim, Path(out) / "checkpoint.h5", extra={"biaxial": test}), None
     except (ValueError, OSError, MemoryError) as exc:
         return None, str(exc)
@@ -136,6 +136,7 @@ def run_scenario(config, out, steps=None, quiet=False):
     if sim_cfg["scenario"] != "biaxial":
         raise ValueError(f"simulation.scenario = {sim_cfg['scenario']!r} is not run by `graindem run` "
                          "(it runs 'biaxial'); use that scenario's own command")
+    levelset = config["particles"]["kind"] == "levelset"
     if config["boundary"]["kind"] != "periodic":
         raise ValueError("boundary.kind must be 'periodic' for the biaxial scenario (walls are not supported there yet)")
     load = config["loading"]
@@ -155,7 +156,10 @@ def run_scenario(config, out, steps=None, quiet=False):
     more = config.get("materials") or {}
     materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
     restitution = mat["restitution"] if mat["restitution"] < 1.0 else None
-    if part["file"]:
+    if levelset:
+        from ..scenarios.levelset_biaxial import prepared_grains
+        sim = prepared_grains(config, cache=out / "packing.h5", announce=announce)
+    elif part["file"]:
         sim = packing_from_file(part["file"], config["boundary"]["box"], material, load["confining_stress"],
                                 materials=materials,
                                 cache=out / "packing.h5", mu_prep=load["preparation_mu"],
@@ -178,8 +182,9 @@ def run_scenario(config, out, steps=None, quiet=False):
             sim.adapt_dt()
     nsteps = sim_cfg["steps"]  # the test's length (sets the strain rate); `steps` is how far to run now
     run_steps = nsteps if steps is None else int(steps)
+    law = config["grains"]["law"] if levelset else config["contact"]["law"]
     if load["kind"] == "isotropic":
-        summary = {"law": config["contact"]["law"], "n_particles": sim.n, "steps": sim.step_count,
+        summary = {"law": law, "n_particles": sim.n_bodies, "kinds": sim.kinds, "steps": sim.step_count,
                    **{k: v for k, v in sim.measure().items() if k in ("pressure", "void_ratio", "coordination",
                                                                         "n_contacts")}}
         from ..io.outputs import atomic_write_text
@@ -188,7 +193,7 @@ def run_scenario(config, out, steps=None, quiet=False):
     total_strain = load["total_strain"]
     if load["strain_rate"] is not None:
         total_strain = 1.0 - __import__("math").exp(-load["strain_rate"] * nsteps * sim.dt)
-    test = B.start_test(sim, config["contact"]["law"], xi=config["contact"]["xi"], steps=nsteps,
+    test = B.start_test(sim, law, xi=config["contact"]["xi"], steps=nsteps,
                         total_strain=total_strain, axis=load["axis"], stress_axis=load["stress_axis"],
                         pressure=load["confining_stress"], local_damping=mat["damping"])
     if load["shear_rate"] is not None:
@@ -200,7 +205,8 @@ def run_scenario(config, out, steps=None, quiet=False):
     _write_run_identity(out, test["run_id"])
     if announce:
         announce(B.dt_line(sim))
-        announce(f"biaxial test, law {test['law']}: {sim.n} spheres, {nsteps} steps to "
+        what = ", ".join(f"{v} {'level-set grains' if k == 'levelset' else 'spheres'}" for k, v in sim.kinds.items())
+        announce(f"biaxial test, law {test['law']}: {what}, {nsteps} steps to "
                  f"{100 * total_strain:.2f} % axial strain")
     rows, rate = drive_test(sim, test, out, steps=run_steps, output_interval=sim_cfg["output_interval"],
                         vtk_interval=(sim_cfg["vtk_interval"] or sim_cfg["output_interval"]) if config["output"]["vtk"] else 0,
@@ -261,12 +267,11 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
             "dt": dt, "restitution": restitution}
     if materials:
         want["materials"] = materials
-    if cache is not None and Path(cache).exists():
-        sim, extra = checkpoint.load(cache)
-        if extra and extra.get("packing_file") == want:
-            if announce:
-                announce(f"reusing the packing {cache} prepared from {path}")
-            return sim
+    sim = checkpoint.load_if_same(cache, "packing_file", want)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the packing {cache} prepared from {path}")
+        return sim
     if box is None:
         lo = (pos - r[:, None]).min(axis=0)
         L = (pos + r[:, None]).max(axis=0) - lo
@@ -314,7 +319,7 @@ def _finish(sim, test, out, rate, t0, announce, config):
     rows = [dict(zip(series.keys(), vals)) for vals in zip(*series.values())]
     if config is None or config["output"]["plots"]:
         B.plot_results(series, out, test["law"], announce=announce)
-    summary = B.summarize(rows, test["law"], sim.n, sim.step_count - test["start_step"], rate)
+    summary = B.summarize(rows, test["law"], sim.n_bodies, sim.step_count - test["start_step"], rate, kinds=sim.kinds)
     summary["runtime_s"] = time.perf_counter() - t0
     from ..io.outputs import atomic_write_text
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2))

@@ -17,92 +17,11 @@ import numpy as np
 from .._jit import njit
 from ..contact import state as S
 from ..contact.store import release
-from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, CELL_TILT_BUILD, cell_index, flip_tilts,
-                         fractional, is_sheared, min_image, min_image_tilted)
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, grid_bin_of, is_sheared, min_image,
+                         min_image_tilted, wrap_and_grid, wrap_and_grid_tilted)
 from ..core.layout import (ACC_DISS_RELEASED, CTL_DIVERGE_OVERLAP, CTL_RMAX, CTL_SKIN, CTL_VISC, ICTL_N,
                            ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC,
                            ICTL_SORT, PK_CN, PK_DAMP, PK_LIMIT, PK_RSTAR)
-
-
-@njit
-def _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell):
-    """Wrap periodic coordinates into the box and size the cell grid (ncell, 3 ints)."""
-    for k in range(3):
-        lo = cell[CELL_LO + k]
-        L = cell[CELL_L + k]
-        if ictl[ICTL_PERIODIC + k] != 0:
-            for i in range(n):
-                x = pos[i, k]
-                if x < lo or x >= lo + L:
-                    x -= L * math.floor((x - lo) / L)
-                    if x >= lo + L:
-                        x -= L
-                    pos[i, k] = x
-        m = int(L / cutoff)
-        if m < 1:
-            m = 1
-        if m > 1024:
-            m = 1024
-        ncell[k] = m
-
-
-@njit
-def _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell):
-    """_wrap_and_grid of a sheared cell: flip the tilts, wrap through fractional coordinates (a
-    jump across the y face shifts x by the tilt xy: Lees-Edwards), and size the grid by the cell's
-    heights (the distances between opposite faces), so that +-1 bin in fractional coordinates
-    holds every neighbour within the cutoff."""
-    flip_tilts(cell)
-    Lx = cell[CELL_L]
-    Ly = cell[CELL_L + 1]
-    Lz = cell[CELL_L + 2]
-    xy = cell[CELL_TILT]
-    xz = cell[CELL_TILT + 1]
-    yz = cell[CELL_TILT + 2]
-    for i in range(n):
-        x = pos[i, 0]
-        y = pos[i, 1]
-        z = pos[i, 2]
-        if ictl[ICTL_PERIODIC + 2] != 0:
-            k = math.floor((z - cell[CELL_LO + 2]) / Lz)
-            z -= k * Lz
-            y -= k * yz
-            x -= k * xz
-        if ictl[ICTL_PERIODIC + 1] != 0:
-            _, f1, _ = fractional(x, y, z, cell)
-            k = math.floor(f1)
-            y -= k * Ly
-            x -= k * xy
-        if ictl[ICTL_PERIODIC] != 0:
-            f0, _, _ = fractional(x, y, z, cell)
-            x -= Lx * math.floor(f0)
-        pos[i, 0] = x
-        pos[i, 1] = y
-        pos[i, 2] = z
-    vol = Lx * Ly * Lz
-    # heights: V / |b x c|, V / |a x c|, V / |a x b|
-    bcx = Ly * Lz
-    bcy = -xy * Lz
-    bcz = xy * yz - Ly * xz
-    heights = (vol / math.sqrt(bcx * bcx + bcy * bcy + bcz * bcz), Ly * Lz / math.sqrt(Lz * Lz + yz * yz), Lz)
-    for k in range(3):
-        m = int(heights[k] / cutoff)
-        if m < 1:
-            m = 1
-        if m > 1024:
-            m = 1024
-        ncell[k] = m
-
-
-@njit
-def _cell_of(pos, i, cell, sheared, mx, my, mz):
-    """Grid bin of particle i: by position, or in a sheared cell by fractional coordinates."""
-    if not sheared:
-        return (cell_index(pos[i, 0], cell[CELL_LO], cell[CELL_L], mx) * my
-                + cell_index(pos[i, 1], cell[CELL_LO + 1], cell[CELL_L + 1], my)) * mz \
-            + cell_index(pos[i, 2], cell[CELL_LO + 2], cell[CELL_L + 2], mz)
-    f0, f1, f2 = fractional(pos[i, 0], pos[i, 1], pos[i, 2], cell)
-    return (cell_index(f0, 0.0, 1.0, mx) * my + cell_index(f1, 0.0, 1.0, my)) * mz + cell_index(f2, 0.0, 1.0, mz)
 
 
 @njit
@@ -228,9 +147,9 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     ncell = np.empty(3, dtype=np.int64)
     sheared = is_sheared(cell)
     if sheared:
-        _wrap_and_grid_tilted(pos, n, cell, ictl, cutoff, ncell)
+        wrap_and_grid_tilted(pos, n, cell, ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3], cutoff, ncell)
     else:
-        _wrap_and_grid(pos, n, cell, ictl, cutoff, ncell)
+        wrap_and_grid(pos, n, cell, ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3], cutoff, ncell)
     mx = ncell[0]
     my = ncell[1]
     mz = ncell[2]
@@ -238,7 +157,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     cid = np.empty(n, dtype=np.int64)
     count = np.zeros(ncells + 1, dtype=np.int64)
     for i in range(n):
-        c = _cell_of(pos, i, cell, sheared, mx, my, mz)
+        c = grid_bin_of(pos, i, cell, sheared, mx, my, mz)
         cid[i] = c
         count[c + 1] += 1
     for c in range(ncells):
@@ -256,7 +175,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
         for m in range(n):
             members[m] = m
         for i in range(n):
-            cid[i] = _cell_of(pos, i, cell, sheared, mx, my, mz)
+            cid[i] = grid_bin_of(pos, i, cell, sheared, mx, my, mz)
     # old rows grouped by their lower particle index, for the carry-over lookup
     ostart = np.zeros(n + 1, dtype=np.int64)
     for o in range(npairs_old):

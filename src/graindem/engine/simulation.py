@@ -22,11 +22,14 @@ import numpy as np
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
-from ..bodies.levelset import GC_STEP, MOTION_DYNAMIC, MOTIONS, LevelSetBodies, node_contact_time_step
-from ..contact.levelset_contact import LAWS as LEVELSET_LAWS
+from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, MOTIONS,
+                               LevelSetBodies, node_contact_time_step)
+from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC,
+                                        LAWS as LEVELSET_LAWS)
 from ..contact.store import HistoryStore, BYTES_PER_POINT
-from ..core.cell import CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, N_CELL, minimum_image
-from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_VISC_WORK, ACC_WALL,
+from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, N_CELL,
+                         minimum_image)
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_STRESS, ACC_VISC_WORK, ACC_WALL,
                            CTL_DIVERGE_OVERLAP, CTL_DT, CTL_G, CTL_GAIN, CTL_INTEGRAL, CTL_LOCAL_DAMP,
                            CTL_MAXRATE, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN, CTL_TARGET, CTL_VISC,
                            ICTL_ENERGY, ICTL_LAW, ICTL_MODE, ICTL_N, ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS,
@@ -270,6 +273,9 @@ class Simulation:
     def _update_mtab(self):
         """The material-pair table the kernels read (row m1 * n_materials + m2), and the per-row
         constants that depend on it."""
+        if self.grains is not None:
+            self.grains.mu_tab[:] = self._grain_mu_table()
+            return
         m = self.materials.shape[0]
         tab = np.zeros((m * m, S.N_PARAM))
         for a in range(m):
@@ -382,37 +388,57 @@ class Simulation:
         self.grain_contact = {"law": law, "law_code": LEVELSET_LAWS[law], "stiffness": k, "kt_ratio": kt_ratio,
                               "damping_ratio": zeta, "contact": contact, "mu": self.mu}
 
+    def _grain_mu_table(self):
+        """(n_materials, n_materials): the friction of each material pair (pair_record), what the
+        grains' contacts read."""
+        m = self.materials.shape[0]
+        return np.array([[self.pair_record(a, b)[S.P_MU] for b in range(m)] for a in range(m)])
+
     def _setup_grains(self):
         """setup() of a run of level-set grains (no spheres)."""
         if self.grain_contact is None:
             raise ValueError("level-set grains need their contact: call set_grain_contact first")
         if not self._box_set:
             raise ValueError("no domain: call set_box first")
-        mats = sorted({b["material"] for b in self._grain_batches})
-        mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
-        if len(mus) > 1:
-            raise ValueError("level-set grains whose material pairs differ in friction are not supported yet")
-        self.grain_contact["mu"] = mus.pop()
-        self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials)
+        self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
+                                     self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
         g = self.grains
         rmax = float(g.radius.max())
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         self._new_cell(2.0 * rmax + self.skin)
+        self._check_shear_heights()
         self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        nw = self.walls.shape[0]
         self.ctl = np.zeros(N_CTL)
         self.ctl[CTL_G:CTL_G + 3] = self.gravity
         self.ctl[CTL_SKIN] = self.skin
+        self.ctl[CTL_DIVERGE_OVERLAP] = self.diverge_overlap
+        self.ctl[CTL_RMAX] = rmax
+        self.ctl[CTL_LOCAL_DAMP] = self.local_damping
         self.ictl = np.zeros(N_ICTL, dtype=np.int64)
         self.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3] = self.periodic
+        self.ictl[ICTL_NWALLS] = nw
+        self._push_control()
+        self.acc = np.zeros(N_ACC0 + 3 * nw)
+        self.out = np.zeros(N_OUT, dtype=np.int64)
         self.n = 0
         self.dt_crit = self._grain_critical_time_step()
         dt = self._time_step()
         self.ctl[CTL_DT] = dt
-        g.forces(dt, self.gravity, self.cell, self.periodic, self.walls, self.grain_contact, self.skin)
+        if not g.forces(dt, self.gravity, self.cell, self.periodic, self.walls, self.grain_contact, self.skin,
+                        self.diverge_overlap, self.acc):
+            i, j = int(g.gctl[GC_BAD_I]), int(g.gctl[GC_BAD_J])
+            raise ValueError(f"grain {i} penetrates {self._grain_partner(j)} deeper than diverge_overlap = "
+                             f"{self.diverge_overlap} of the smaller bounding radius at start")
+        self.energy_start = self._grain_energy_total()
         self.ready = True
         self.message(f"graindem: {g.n} level-set grains of {len(set(g.tmpl.tolist()))} template(s), law "
                      f"{self.grain_contact['law']}, dt = {dt:.4g} s, dt_crit = {self.dt_crit:.4g} s, "
                      f"dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    @staticmethod
+    def _grain_partner(j):
+        return f"grain {j}" if j >= 0 else f"wall {-2 - j}"
 
     def _new_cell(self, cutoff):
         """The cell record of the box (checked against the neighbour cutoff); returns its lengths."""
@@ -455,7 +481,7 @@ class Simulation:
             worst = min(worst, 2.0 * node_contact_time_step(0.5 * m, K))
         return worst
 
-    def _run_grains(self, steps, callback, every, phase, stops):
+    def _run_grains(self, steps, callback, every, phase, stops, on_diverge):
         import time
         t0 = time.perf_counter()
         done = 0
@@ -464,15 +490,52 @@ class Simulation:
             if every is not None:
                 chunk = min(chunk, every - (self.step_count - phase) % every)
             stops.start_chunk()
-            self.grains.run(chunk, self.dt, self.gravity, self.cell, self.periodic, self.walls, self.grain_contact,
-                            self.skin)
-            done += chunk
+            k, diverged = self.grains.run(chunk, self.dt, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,
+                                          self.walls, self.grain_contact, self.skin, self.diverge_overlap, self.acc)
+            done += k
             self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
+            if diverged:
+                self.timing["run_s"] += time.perf_counter() - t0
+                self._grains_diverged(on_diverge)
+            self._check_cell_heights()
             if callback is not None and every is not None and (self.step_count - phase) % every == 0:
                 callback(self)
             stops.after_chunk(chunk, self.step_count)
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
+
+    def _check_cell_heights(self):
+        """A periodic cell compressed or sheared until its heights (distances between opposite
+        faces) fall to twice the neighbour cutoff no longer has a unique minimum image: stop."""
+        h = self.cell_matrix
+        vol = abs(np.linalg.det(h))
+        cutoff = 2.0 * float(self.grains.radius.max()) + self.skin
+        for k in range(3):
+            height = vol / np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3]))
+            if self.periodic[k] and height <= 2.0 * cutoff:
+                raise ValueError(f"at step {self.step_count} the periodic cell's height along axis {k} is "
+                                 f"{height:.4g} m, not above twice the neighbour cutoff 2*(2 r_max + skin) = "
+                                 f"{2 * cutoff:.4g} m: the minimum image is no longer unique; use more grains")
+
+    def _grains_diverged(self, on_diverge):
+        g = self.grains
+        self.out[OUT_STATUS] = STATUS_DIVERGED
+        step = self.step_count + 1
+        i, j = int(g.gctl[GC_BAD_I]), int(g.gctl[GC_BAD_J])
+        if i >= 0:
+            particles = [i] + ([j] if j >= 0 else [])
+            contacts = [(i, j)]
+            msg = (f"run diverged at step {step}: a node of grain {i} penetrates {self._grain_partner(j)} deeper "
+                   f"than diverge_overlap = {self.diverge_overlap} of the smaller bounding radius (time step too "
+                   "large or energy blow-up)")
+        else:
+            bad = np.flatnonzero(~(np.isfinite(g.pos).all(axis=1) & np.isfinite(g.angmom).all(axis=1)))
+            particles, contacts = [int(x) for x in bad[:20]], []
+            msg = f"run diverged at step {step}: grain(s) {particles} have a non-finite position or angular momentum"
+        ckpt = on_diverge(self) if on_diverge is not None else None
+        if ckpt is not None:
+            msg += f"; checkpoint written to {ckpt}"
+        raise Diverged(msg, particles, contacts, ckpt)
 
     def set_wall_velocity(self, wall, velocity):
         """Move wall `wall` at `velocity` (m/s) from now on (rigid translation)."""
@@ -559,7 +622,8 @@ class Simulation:
         if not np.any(self.shear != 0.0):
             return
         L = self.cell[CELL_L:CELL_L + 3] if self.ready else self.box_hi - self.box_lo
-        cutoff = 2.0 * float(self.radius.max()) + self.skin
+        rmax = float(self.grains.radius.max()) if self.grains is not None else float(self.radius.max())
+        cutoff = 2.0 * rmax + self.skin
         worst = np.inf * np.ones(3)
         lim = [0.5 * L[0] if self.shear[0] != 0 or self.shear[1] != 0 else 0.0,
                0.5 * L[0] if self.shear[1] != 0 or self.shear[0] != 0 else 0.0,
@@ -851,7 +915,10 @@ class Simulation:
         (k_t with the translational and rotational inertia of both spheres), at the larger of the
         largest current overlap and the reference overlap, for the most critical particle size.
         With adaptive_dt on, at the largest current overlap alone (the reference overlap only when
-        no pair overlaps): the step then follows the actual stiffness both ways."""
+        no pair overlaps): the step then follows the actual stiffness both ways. Level-set grains:
+        the bound of their node contacts (see _grain_critical_time_step)."""
+        if self.grains is not None:
+            return self._grain_critical_time_step()
         i, j, d, dist, delta = self._pair_geometry()
         dmax = float(delta.max()) if delta.size else 0.0
         ref = self.reference_overlap if self.reference_overlap is not None else 0.01 * float(self.radius.min())
@@ -897,7 +964,7 @@ class Simulation:
             if every < 1:
                 raise ValueError(f"every must be >= 1, got {every}")
         if self.grains is not None:
-            return self._run_grains(steps, callback, every, phase, stops)
+            return self._run_grains(steps, callback, every, phase, stops, on_diverge)
         done = 0
         t0 = time.perf_counter()
         while done < steps:
@@ -969,6 +1036,16 @@ class Simulation:
         return self.step_count * self.dt + self._time_offset if self.ready else 0.0
 
     @property
+    def kinds(self):
+        """{body kind: count} of the bodies in the run ("sphere", "levelset")."""
+        self.setup()
+        return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
+
+    @property
+    def n_bodies(self):
+        return sum(self.kinds.values())
+
+    @property
     def box_lengths(self):
         return self.cell[CELL_L:CELL_L + 3].copy()
 
@@ -1015,7 +1092,14 @@ class Simulation:
 
     def stress(self, volume=None):
         """Love-Weber stress (Pa, compression positive) of the elastic contact forces:
-        sigma = (1/V) [sum_pairs f_ij (x) l_ij + sum_wall contacts f_(i->wall) (x) h n]."""
+        sigma = (1/V) [sum_pairs f_ij (x) l_ij + sum_wall contacts f_(i->wall) (x) h n].
+        Level-set grains: the same sum over their node contacts at the last force evaluation (the
+        node force times the branch vector between the two centres; walls: times the vector from
+        the grain's centre to the node), contact.levelset_contact."""
+        V = self.volume if volume is None else float(volume)
+        if self.grains is not None:
+            self.setup()
+            return self.acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3) / V
         c = self.contact_arrays()
         f = c["N"][:, None] * c["normal"] - c["T"]
         s = f.T @ c["branch"]
@@ -1023,7 +1107,6 @@ class Simulation:
             wc = self.wall_contact_arrays()
             fw = wc["N"][:, None] * wc["normal"] - wc["T"]
             s += fw.T @ (wc["h"][:, None] * wc["normal"])
-        V = self.volume if volume is None else float(volume)
         return s / V
 
     def tangential_energy(self):
@@ -1036,8 +1119,61 @@ class Simulation:
                                        self.wk, self.wm, st.pts, st.nxt)
         return float(e)
 
+    def _grain_energy_total(self):
+        """Kinetic + contact elastic + dissipated - work of gravity and boundaries of a grain run:
+        constant while the energy balance closes (measure()'s energy_balance_error)."""
+        e = self.grains.energy
+        return (self.grains.kinetic_energy() + float(e[E_NORMAL]) + float(e[E_VISC]) + float(e[E_TWORK])
+                + float(e[E_LOCAL]) - float(e[E_GRAVITY]) - self._grain_boundary_work())
+
+    def _grain_boundary_work(self):
+        """Work of the walls and of the cell's deformation on the grains up to the last forces. The
+        servo books the cell's work by the trapezoid rule when the next step starts; the half that
+        closes the last step (its strain rates with the stress now) is added here."""
+        a = self.acc
+        r = self.cell[CELL_RATE:CELL_RATE + 3]
+        g = self.cell[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3]
+        pending = (a[ACC_STRESS] * r[0] + a[ACC_STRESS + 4] * r[1] + a[ACC_STRESS + 8] * r[2]
+                   + a[ACC_STRESS + 1] * g[0] + a[ACC_STRESS + 2] * g[1] + a[ACC_STRESS + 5] * g[2])
+        return float(a[ACC_BOUNDARY_WORK] - 0.5 * pending * self.dt)
+
+    def _grain_measure(self):
+        g = self.grains
+        e = g.energy
+        net = g.contact_network()
+        pair = net["j"] >= 0
+        n_c = int(pair.sum())
+        dyn = g.motion == MOTION_DYNAMIC
+        solid = float(np.sum(g.mass[dyn] / self.materials[g.material[dyn], 3]))
+        sig = self.stress()
+        strain = np.log(self.box_lengths / self.L0)
+        fmean = float(np.mean(np.linalg.norm(net["force"], axis=1))) if len(net["i"]) else 0.0
+        # g.force holds contact forces plus gravity: the net force on each grain
+        unbalanced = (float(np.mean(np.linalg.norm(g.force[dyn], axis=1))) / fmean if fmean > 0.0 else float("inf"))
+        n_cp = int(g.gctl[GC_NCP])
+        total = self._grain_energy_total()
+        return {
+            "step": self.step_count, "time": self.time, "unbalanced_force_ratio": unbalanced,
+            "stress": sig, "pressure": float(np.trace(sig) / 3.0),
+            "strain": strain, "volumetric_strain": float(strain.sum()), "shear_strain": self.shear_strain,
+            "void_ratio": self.volume / solid - 1.0 if solid > 0 else float("inf"), "n_contacts": n_c,
+            "coordination": 2.0 * n_c / max(int(dyn.sum()), 1), "n_wall_contacts": int((~pair).sum()),
+            "n_contact_nodes": n_cp, "sliding_fraction": float(e[E_SLIDING]) / n_cp if n_cp else 0.0,
+            "kinetic_energy": g.kinetic_energy(), "elastic_normal_energy": float(e[E_NORMAL]),
+            "tangential_energy": float(e[E_TANGENT]),
+            "frictional_dissipation": float(e[E_TWORK] - e[E_TANGENT]), "tangential_work": float(e[E_TWORK]),
+            "viscous_dissipation": float(e[E_VISC]), "local_damping_dissipation": float(e[E_LOCAL]),
+            "gravity_work": float(e[E_GRAVITY]), "boundary_work": self._grain_boundary_work(),
+            "energy_balance_error": total - self.energy_start,
+            "mean_history_length": 0.0, "max_history_length": 0, "store_bytes": 0, "store_bytes_allocated": 0,
+            "n_rebuilds": int(g.gctl[GC_NREBUILDS]), "dt_over_dt_crit": self.dt / self.dt_crit,
+        }
+
     def measure(self):
         """Measurements of the current state (never changes the state)."""
+        if self.grains is not None:
+            self.setup()
+            return self._grain_measure()
         c = self.contact_arrays()
         sig = self.stress()
         n_c = int(c["N"].size)
@@ -1128,7 +1264,8 @@ class Simulation:
                 "wall_rows": "candidates"}
         return d, meta
 
-    GRAIN_ARRAYS = ("cell", "ctl", "ictl", "walls", "L0", "materials", "mu_pair")
+    GRAIN_ARRAYS = ("cell", "ctl", "ictl", "walls", "L0", "materials", "mu_pair", "acc")
+    CONTROL_META = ("mode", "rate", "target", "gain", "maxrate", "integral", "shear")
 
     def _grain_state_dict(self):
         d = {name: np.array(getattr(self, name)) for name in self.GRAIN_ARRAYS}
@@ -1136,14 +1273,19 @@ class Simulation:
         meta = {"schema_version": SCHEMA_VERSION, "bodies": "levelset", "law": self.law_name, "E": self.E,
                 "nu": self.nu, "mu": self.mu, "density": self.density, "skin": self.skin,
                 "periodic": [bool(p) for p in self.periodic], "box_lo": self.box_lo.tolist(),
-                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit, "grain_contact": dict(self.grain_contact)}
+                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit, "grain_contact": dict(self.grain_contact),
+                "diverge_overlap": self.diverge_overlap, "energy_start": self.energy_start,
+                **{name: getattr(self, name).tolist() for name in self.CONTROL_META}}
         return d, meta
 
     @classmethod
     def _grains_from_state(cls, arrays, meta, verbose):
         sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
-                  verbose=verbose)
+                  diverge_overlap=meta.get("diverge_overlap", 0.5), verbose=verbose)
         for name in cls.GRAIN_ARRAYS:
+            if name == "acc" and name not in arrays:  # older layouts: no stress, walls or work booked
+                sim.acc = np.zeros(N_ACC0 + 3 * np.asarray(arrays["walls"]).reshape(-1, 12).shape[0])
+                continue
             setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
         sim.grains = LevelSetBodies.from_state(arrays)
         sim.grain_contact = dict(meta["grain_contact"])
@@ -1154,17 +1296,23 @@ class Simulation:
         sim.skin = meta["skin"]
         sim.dt_crit = meta["dt_crit"]
         sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
+        sim.local_damping = float(sim.ctl[CTL_LOCAL_DAMP])
+        for name in cls.CONTROL_META:
+            if name in meta:
+                setattr(sim, name, np.array(meta[name], dtype=getattr(sim, name).dtype))
+        if not hasattr(sim.grains, "mu_tab"):  # older layouts: the friction of the material pairs
+            sim.grains.mu_tab = sim._grain_mu_table()
+            sim.grains.wall_mat = np.zeros(sim.walls.shape[0], dtype=np.int64)
+        sim.out = np.zeros(N_OUT, dtype=np.int64)
         sim.n = 0
         sim.ready = True
+        sim.energy_start = float(meta.get("energy_start", sim._grain_energy_total()))
         return sim
 
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
-        from ..io.checkpoint_check import validate_engine_state, validate_grain_state  # before anything runs
-        if isinstance(meta, dict) and meta.get("bodies") == "levelset":
-            validate_grain_state(arrays, meta)
-        else:
-            validate_engine_state(arrays, meta)
+        from ..io.checkpoint_check import validate_state  # before anything runs
+        validate_state(arrays, meta)
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
         if meta.get("bodies") == "levelset":

@@ -27,7 +27,7 @@ from ..contact import store as ST
 from ..core import cell as C
 from ..core import layout as K
 
-__all__ = ["validate_engine_state", "validate_grain_state", "store_link_errors", "MAX_STORE_POINTS"]
+__all__ = ["validate_state", "validate_engine_state", "validate_grain_state", "store_link_errors", "MAX_STORE_POINTS"]
 
 # the history store numbers points with int32 links holding (index << 1) | slip
 MAX_STORE_POINTS = 1 << 30
@@ -295,6 +295,13 @@ _GRAIN_INTS = ("grain_t_phi_off", "grain_t_shape", "grain_t_node_off", "grain_ma
                "grain_motion", "grain_hist_off", "grain_partner", "grain_last_step", "grain_pairs", "grain_gctl")
 
 
+def validate_state(arrays, meta, source="checkpoint"):
+    """validate_grain_state or validate_engine_state, by the state's body kind (meta["bodies"])."""
+    if isinstance(meta, dict) and meta.get("bodies") == "levelset":
+        return validate_grain_state(arrays, meta, source)
+    return validate_engine_state(arrays, meta, source)
+
+
 def validate_grain_state(arrays, meta, source="checkpoint"):
     """Raise ValueError unless (arrays, meta) is a level-set grain state the engine can run safely:
     every array present with its kind, real numbers finite (pos_build may be +inf: a rebuild is due),
@@ -348,6 +355,17 @@ def validate_grain_state(arrays, meta, source="checkpoint"):
     _array(arrays, "grain_shear", source, "f", (n_h, 3))
     _array(arrays, "grain_partner", source, "iu", (n_h,))
     _array(arrays, "grain_last_step", source, "iu", (n_h,))
-    _in_range(source, "grain_partner", arrays["grain_partner"], -1, g)
+    n_walls = int(np.asarray(arrays["walls"]).size // 12)
+    # a node's partner: a grain, -1 (none) or -2 - w for wall w
+    _in_range(source, "grain_partner", arrays["grain_partner"], -1 - n_walls, g)
     pairs = _array(arrays, "grain_pairs", source, "iu", (None, 2))
     _in_range(source, "grain_pairs", pairs, 0, max(g, 1))
+    n_mat = int(np.asarray(arrays["materials"]).shape[0])
+    if "grain_mu_tab" in arrays:
+        mu = _array(arrays, "grain_mu_tab", source, "f", (n_mat, n_mat))
+        _finite(source, "grain_mu_tab", mu)
+        if np.any(mu < 0):
+            _fail(source, "array 'grain_mu_tab'", "friction coefficients >= 0")
+        _in_range(source, "grain_wall_mat", _array(arrays, "grain_wall_mat", source, "iu", (n_walls,)), 0, n_mat)
+    if "acc" in arrays:
+        _finite(source, "acc", _array(arrays, "acc", source, "f", (K.N_ACC0 + 3 * n_walls,)))

@@ -22,8 +22,9 @@ Interface:
 
 The schema is the dict literal SCHEMA: section -> key -> Key(type, default, ...). To add a key,
 add a Key line; to add a section, add a dict. `type` is one of bool, int, float, str, "path"
-(a str resolved relative to the scenario file), "vector" (a list of `length` floats) or "list"
-(a list of floats of any length, each in the key's range). Ranges
+(a str resolved relative to the scenario file), "vector" (a list of `length` floats), "list"
+(a list of floats of any length, each in the key's range) or "names" (a list of strings, each one
+of the key's choices). Ranges
 are closed unless `gt`/`lt` (strict) are used. REQUIRED as default makes a key mandatory.
 EXCLUSIVE lists groups of keys of one section that cannot be combined (e.g. dt / dt_fraction);
 the defaults of a group's alternatives are applied only when the user chose none of them.
@@ -71,7 +72,8 @@ class Key:
     def allowed(self):
         """Human-readable allowed range, used in error messages and the docs table."""
         if self.choices is not None:
-            return "one of " + ", ".join(repr(c) for c in self.choices)
+            names = ", ".join(repr(c) for c in self.choices)
+            return f"a list of one or more of {names}" if self.type == "names" else "one of " + names
         kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
                 "path": "a file path (string)", "vector": f"a list of {self.length} numbers",
                 "list": "a list of numbers, each"}[self.type]
@@ -127,6 +129,7 @@ SCHEMA = {
         "xi": Key(float, 0.0, "Jaeger history merge tolerance (0: exact), in units of mu", "-", ge=0.0, le=1.0),
     },
     "particles": {
+        "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution)", choices=("sphere", "levelset")),
         "n": Key(int, 512, "number of spheres (with a size distribution; or give file); the smallest n also depends on total_strain (the periodic cell must stay wider than two neighbour cutoffs)", "-", ge=1, le=MAX_GENERATED_SPHERES),
         "distribution": Key(str, "uniform", "size distribution of the generated spheres (size ratio max/min <= 10)",
                             choices=("uniform", "lognormal", "sieve")),
@@ -137,6 +140,23 @@ SCHEMA = {
         "sieve_csv": Key("path", None, "sieve: CSV of rows 'diameter (m), % passing by mass', from 0 % to 100 % (size ratio <= 10); sampled by number"),
         "file": Key("path", None, "CSV of x,y,z,radius (one sphere per row) instead of n/radius_*"),
         "max_initial_overlap": Key(float, 0.05, "largest overlap at start, as a fraction of the smaller radius (with file)", "-", ge=0.0, lt=1.0),
+    },
+    "grains": {
+        "shapes": Key("names", ("ellipsoid",), "level-set grain shapes of a levelset run (a mixture when several)", choices=("ellipsoid", "superquadric", "mesh", "voxel")),
+        "fractions": Key("list", (), "share of the grains of each shape, by number (default: equal shares)", "-", ge=0.0, le=1.0),
+        "axes": Key("vector", (1.0, 0.8, 0.6), "ellipsoid and superquadric semi-axes, relative (scaled so that the largest is the grain's size)", "-", gt=0.0, le=1.0, length=3),
+        "exponents": Key("vector", (0.6, 0.6), "superquadric exponents e1, e2 (1, 1: the ellipsoid; smaller: boxier)", "-", ge=0.1, le=2.0, length=2),
+        "mesh_file": Key("path", None, "closed triangulated surface (STL, OBJ, any meshio format) of the shape 'mesh', scaled to each grain's size"),
+        "voxel_file": Key("path", None, "NumPy .npy 3-D boolean image (True = solid, one connected region) of the shape 'voxel', scaled to each grain's size"),
+        "nodes": Key(int, 300, "surface nodes per grain template", "-", ge=20, le=100000),
+        "grid_cells": Key(int, 6, "level-set grid cells across the smallest semi-axis of a template (analytic shapes)", "-", ge=3, le=100),
+        "size_classes": Key(int, 3, "templates per shape: grain sizes drawn from the size distribution are rounded to this many classes (quantiles), each stored once", "-", ge=1, le=50),
+        "law": Key(str, "area", "node-to-level-set normal law: 'area' (stiffness per unit area) or 'node' (per node)", choices=("area", "node")),
+        "stiffness": Key(float, None, "contact stiffness (area: Pa/m; node: N/m); default: the stiffness at which a contact carrying p d^2 penetrates `overlap` of the mean size", gt=0.0),
+        "overlap": Key(float, 0.005, "penetration (fraction of the mean size) of a contact carrying p d^2 at the confining stress p, which sets the default stiffness", "-", gt=0.0, lt=0.1),
+        "kt_ratio": Key(float, 2.0 / 7.0, "tangential / normal node stiffness", "-", gt=0.0, le=10.0),
+        "damping_ratio": Key(float, 0.3, "damping ratio of each contact as a linear oscillator", "-", ge=0.0, le=1.0),
+        "preparation_steps": Key(int, 20000, "most steps of the isotropic preparation under the servo (it ends earlier once settled)", "steps", ge=1, le=10**9),
     },
     "boundary": {
         "kind": Key(str, "periodic", "periodic deforming cell or rigid planar walls", choices=("periodic", "walls")),
@@ -197,7 +217,7 @@ def _check_cell_size(config):
     cube of radii uniform in r (1 +- s): <r^3> = r^3 (1 + s^2)."""
     part, load, sim = config["particles"], config["loading"], config["simulation"]
     if (part["file"] or part["distribution"] != "uniform" or sim["scenario"] != "biaxial"
-            or config["boundary"]["kind"] != "periodic"):
+            or config["boundary"]["kind"] != "periodic" or part["kind"] == "levelset"):
         return  # other size distributions: the engine checks the cell against the cutoff when it is built
     strain = load["total_strain"] if load["kind"] == "biaxial" and load["total_strain"] is not None else 0.0
     s = part["radius_spread"]
@@ -224,6 +244,12 @@ def refuse_unused_keys(config):
                    ("particles", "max_initial_overlap", "generated spheres start without overlap; it applies to "
                     "particles.file")]
     unused.append(("output", "csv", "the series are always written: a restart resumes them"))
+    if config["particles"]["kind"] == "levelset":
+        unused += [("contact", "law", "level-set grains use grains.law"), ("contact", "xi", "a Jaeger setting"),
+                   ("material", "E", "grain contacts use grains.stiffness"), ("material", "nu", "a Hertz setting"),
+                   ("material", "restitution", "grain contacts use grains.damping_ratio")]
+    else:
+        unused += [("grains", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["grains"]]
     for section, name, why in unused:
         value, default = config[section][name], SCHEMA[section][name].default
         if value != (list(default) if isinstance(default, tuple) else default):
@@ -289,7 +315,31 @@ def _check_size_distribution(config):
         Sieve.from_csv(part["sieve_csv"])  # its errors name particles.sieve_csv
 
 
-CHECKS = [_check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
+def _check_grains(config):
+    g, part = config["grains"], config["particles"]
+    if part["kind"] != "levelset":
+        return
+    if part["file"]:
+        raise ValueError("particles.file holds spheres; a levelset run generates its grains (particles.n and the "
+                         "size distribution)")
+    if g["fractions"] and len(g["fractions"]) != len(g["shapes"]):
+        raise ValueError(f"grains.fractions must give one share per shape of grains.shapes ({len(g['shapes'])}); "
+                         f"got {len(g['fractions'])}")
+    if g["fractions"] and not math.isclose(sum(g["fractions"]), 1.0, rel_tol=1e-9):
+        raise ValueError(f"grains.fractions must add up to 1; got {sum(g['fractions']):g}")
+    for shape, key in (("mesh", "mesh_file"), ("voxel", "voxel_file")):
+        if shape in g["shapes"] and g[key] is None:
+            raise ValueError(f"grains.{key} is required with the shape {shape!r} in grains.shapes")
+        if g[key] is not None and shape not in g["shapes"]:
+            raise ValueError(f"grains.{key} applies to the shape {shape!r}, which grains.shapes does not list")
+    if config["boundary"]["kind"] != "periodic":
+        raise ValueError("boundary.kind must be 'periodic' for level-set grains in `graindem run`")
+    if config["simulation"]["adaptive_dt"]:
+        raise ValueError("simulation.adaptive_dt follows the spheres' Hertz stiffness; level-set grains run at "
+                         "dt_fraction of their node contacts' critical step: remove it")
+
+
+CHECKS = [_check_grains, _check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
           _check_intervals, _check_cell_size]
 
 
@@ -323,6 +373,14 @@ def _convert(path, key, value, base_dir):
         if not p.is_absolute() and base_dir is not None:
             p = Path(base_dir) / p
         return str(p)
+    if key.type == "names":
+        if not isinstance(value, (list, tuple)) or not value:
+            raise bad()
+        for k, item in enumerate(value):
+            if not isinstance(item, str) or item not in key.choices:
+                raise ValueError(f"{path}[{k}] must be one of {', '.join(repr(c) for c in key.choices)}; got "
+                                 f"{item!r}{_suggest(item, key.choices) if isinstance(item, str) else ''}")
+        return list(value)
     if key.type == "list":
         if not isinstance(value, (list, tuple)):
             raise bad()

@@ -56,12 +56,11 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
         key["materials"] = materials
     if distribution is not None:
         key["distribution"] = distribution.key()
-    if cache is not None and Path(cache).exists():
-        sim, extra = checkpoint.load(cache)
-        if extra and extra.get("packing") == key:
-            if announce:
-                announce(f"reusing the prepared packing {cache}")
-            return sim
+    sim = checkpoint.load_if_same(cache, "packing", key)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the prepared packing {cache}")
+        return sim
     partial = None if cache is None else Path(cache).with_name(Path(cache).stem + ".partial.h5")
     resume = _interrupted_preparation(partial, key)
     if resume is not None and announce:
@@ -120,7 +119,8 @@ def start_test(sim, law, xi=0.0, steps=40000, total_strain=0.04, axis=2, stress_
     steps = int(steps)
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    sim.set_law(law, xi=xi)
+    if sim.grains is None:  # level-set grains keep their node law (Simulation.set_grain_contact)
+        sim.set_law(law, xi=xi)
     sim.set_local_damping(local_damping)
     # the cell stretches by (1 + rate dt) per step: this rate ends exactly at total_strain
     rate = math.expm1(math.log1p(-total_strain) / steps) / sim.dt
@@ -164,7 +164,12 @@ def series_row(sim, test, m=None):
 
 
 def write_vtk(sim, out, index, pvd_particles=None, pvd_contacts=None):
+    """VTK frame `index`: the particles and the contact network (level-set grains: their surfaces,
+    scenarios.levelset_biaxial.write_vtk)."""
     from ..io.vtk import write_contacts, write_particles
+    if sim.grains is not None:
+        from .levelset_biaxial import write_vtk as write_grain_vtk
+        return write_grain_vtk(sim, out, index, pvd_particles, pvd_contacts)
     out = Path(out)
     vdir = out / "vtk"
     vdir.mkdir(parents=True, exist_ok=True)
@@ -207,7 +212,7 @@ def run_test(sim, test, out=None, steps=None, output_interval=1000, vtk_interval
         writer = TimeSeriesWriter(out / "series", SERIES_COLUMNS,
                                   resume_after=("step", done) if resume else None)
         if vtk_interval:
-            pvd_p = PVDCollection(out / "particles.pvd", resume=resume)
+            pvd_p = PVDCollection(out / ("grains.pvd" if sim.grains is not None else "particles.pvd"), resume=resume)
             pvd_c = PVDCollection(out / "contacts.pvd", resume=resume)
     if done == 0 and not resume:
         row = series_row(sim, test)
@@ -277,10 +282,12 @@ def plot_results(series, out, label, announce=None):
     save_figure(fig, out / "history.png", announce=announce)
 
 
-def summarize(rows, law, n, steps, steps_per_s):
-    if not rows:
+def summarize(rows, law, n, steps, steps_per_s, kinds=None):
+    """The test's summary; kinds: {kind name: count} (default: n spheres)."""
+    kinds = {"sphere": int(n)} if kinds is None else kinds
+    if not rows or np.all(np.isnan([r["stress_ratio"] for r in rows])):
         # a restart that ran no output step into a fresh folder (e.g. past the test's end)
-        return {"law": law, "n_particles": int(n), "steps": int(steps), "peak_stress_ratio": None,
+        return {"law": law, "n_particles": int(n), "kinds": kinds, "steps": int(steps), "peak_stress_ratio": None,
                 "peak_strain": None, "mean_contacts": None, "mean_history_length": None,
                 "max_mean_history_length": None, "strain_at_max_mean_history": None, "max_store_bytes": None,
                 "final_void_ratio": None, "steps_per_s": float(steps_per_s)}
@@ -288,7 +295,7 @@ def summarize(rows, law, n, steps, steps_per_s):
     k = int(np.nanargmax(ratio))
     hist = np.array([r["mean_history_length"] for r in rows])
     kh = int(np.argmax(hist))
-    return {"law": law, "n_particles": int(n), "steps": int(steps),
+    return {"law": law, "n_particles": int(n), "kinds": kinds, "steps": int(steps),
             "peak_stress_ratio": float(ratio[k]), "peak_strain": float(rows[k]["strain_axial"]),
             "mean_contacts": float(np.mean([r["contacts"] for r in rows[1:] or rows])),
             "mean_history_length": float(np.mean([r["mean_history_length"] for r in rows[1:] or rows])),

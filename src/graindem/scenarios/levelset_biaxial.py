@@ -1,0 +1,206 @@
+"""Scenario `biaxial` with rigid level-set grains: the assembly a `particles.kind = "levelset"`
+scenario file describes, generated and prepared isotropically under the cell's stress servo.
+
+Templates: for each shape of [grains] (ellipsoid, superquadric, a mesh file, a voxel image) and
+each of `size_classes` sizes, one particles.LevelSetGrain (grid and nodes stored once however many
+grains use it). Grain sizes are drawn from the size distribution of [particles]; a grain's size is
+the largest semi-axis of an analytic shape, the bounding radius of a mesh or voxel grain; each
+grain takes the class (a quantile of the drawn sizes) nearest its size in ln(size).
+
+Preparation: the grains start on a simple cubic lattice of their bounding spheres with random
+orientations, in a periodic cell, and are compressed by the stress servo on all three axes to the
+confining stress at the preparation friction, with local damping 0.7, until the pressure is within 2 % of it and the mean
+net force per grain is below 5 % of the mean contact force at two checks in a row (or at
+`grains.preparation_steps`); then the friction is restored. The test itself is
+scenarios.biaxial.start_test / run_test, as for spheres.
+
+Default stiffness (area law): a contact carrying p d^2 (p the confining stress, d the mean size,
+twice the mean radius) between two grains of radius R penetrates `overlap` d, taking the sphere
+limit of the area law F = pi k_s R* delta^2 with R* = R / 2 (contact.levelset_contact).
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..core.rotations import random_quaternions
+from ..engine import checkpoint
+from ..engine.prepare import add_materials, restore_friction
+
+CHECK_EVERY = 250           # steps between settling checks
+STRAIN_PER_STEP = 1e-4      # the servo's largest strain per step while the assembly is loose
+PRESSURE_TOLERANCE = 0.02
+UNBALANCED_TOLERANCE = 0.05
+PREPARATION_DAMPING = 0.7   # Cundall's local damping while the assembly is compressed (as for spheres)
+
+
+def default_stiffness(law, pressure, radius, overlap):
+    """The grains' contact stiffness at which a contact carrying p d^2 (d = 2 radius) penetrates
+    overlap * d: area law k_s = F / (pi R* delta^2), R* = radius / 2; node law: k_n = F / delta
+    per node of a patch of ~10 nodes (a guide only: the node law's force grows with the nodes)."""
+    d = 2.0 * radius
+    force = pressure * d * d
+    delta = overlap * d
+    if law == "area":
+        return force / (math.pi * 0.5 * radius * delta * delta)
+    return force / (10.0 * delta)
+
+
+def build_templates(grains_cfg, radii):
+    """[(shape, class radius, LevelSetGrain)] for every shape and size class, and the class of each
+    radius in `radii` (the drawn sizes)."""
+    from ..particles import LevelSetGrain
+    k = grains_cfg["size_classes"]
+    classes = np.quantile(radii, (np.arange(k) + 0.5) / k)
+    which = np.argmin(np.abs(np.log(radii)[:, None] - np.log(classes)[None, :]), axis=1)
+    axes = np.asarray(grains_cfg["axes"], dtype=float)
+    axes = axes / axes.max()
+    nodes = grains_cfg["nodes"]
+    out = []
+    for shape in grains_cfg["shapes"]:
+        for r in classes:
+            if shape in ("ellipsoid", "superquadric"):
+                semi = r * axes
+                h = semi.min() / grains_cfg["grid_cells"]
+                if shape == "ellipsoid":
+                    t = LevelSetGrain.ellipsoid(*semi, spacing=h, n_nodes=nodes)
+                else:
+                    t = LevelSetGrain.superquadric(*semi, *grains_cfg["exponents"], spacing=h, n_nodes=nodes)
+            elif shape == "mesh":
+                unit = LevelSetGrain.from_mesh(grains_cfg["mesh_file"], n_nodes=nodes)
+                t = LevelSetGrain.from_mesh(grains_cfg["mesh_file"], n_nodes=nodes, scale=r / unit.bounding_radius)
+            else:
+                image = _voxel_image(grains_cfg["voxel_file"])
+                unit = LevelSetGrain.from_voxels(image, 1.0, n_nodes=nodes)
+                t = LevelSetGrain.from_voxels(image, r / unit.bounding_radius, n_nodes=nodes)
+            out.append((shape, float(r), t))
+    return out, which
+
+
+def _voxel_image(path):
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"grains.voxel_file {str(p)!r} does not exist")
+    try:
+        return np.load(p, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"grains.voxel_file {str(p)!r} is not a NumPy .npy array: {exc}") from None
+
+
+def build_assembly(config, mu_prep):
+    """A Simulation of the scenario's grains on a loose lattice in a periodic cell (not yet run)."""
+    from ..engine.simulation import Simulation
+    from ..particles.size_distribution import from_particles_config
+    part, g, mat, load, sim_cfg = (config["particles"], config["grains"], config["material"], config["loading"],
+                                   config["simulation"])
+    rng = np.random.default_rng(sim_cfg["seed"])
+    n = part["n"]
+    radii = np.asarray(from_particles_config(part).sample(n, rng), dtype=float)
+    templates, size_class = build_templates(g, radii)
+    n_shapes = len(g["shapes"])
+    shares = np.asarray(g["fractions"] or [1.0 / n_shapes] * n_shapes, dtype=float)
+    shape_of = rng.choice(n_shapes, size=n, p=shares / shares.sum())
+    template_of = shape_of * g["size_classes"] + size_class
+    sim = Simulation(mu=mu_prep, density=mat["density"], dt_fraction=sim_cfg["dt_fraction"] or 0.2,
+                     dt=sim_cfg["dt"], allow_unstable_dt=sim_cfg["allow_dt_above_critical"])
+    more = config.get("materials") or {}
+    materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
+    material_of = add_materials(sim, materials, n, rng=rng, mu_prep=mu_prep)
+    # the lattice of bounding spheres (a grain lies within its bounding radius of its centre)
+    a = 2.02 * max(t.bounding_radius for _, _, t in templates)
+    m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
+    L = m * a
+    sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    sites = sites[rng.permutation(len(sites))[:n]]
+    pos = (sites + 0.5) * a
+    quat = random_quaternions(rng, n)
+    sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
+    mean_radius = float(np.mean(radii))
+    stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], mean_radius, g["overlap"])
+    sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
+    for t in range(len(templates)):
+        for mt in np.unique(material_of):
+            sel = (template_of == t) & (material_of == mt)
+            if np.any(sel):
+                sim.add_grains(templates[t][2], pos[sel], orientations=quat[sel], material=int(mt))
+    return sim, materials
+
+
+def packing_key(config):
+    """What the prepared assembly depends on (a cached packing is reused only for the same key)."""
+    keep = {"particles": config["particles"], "grains": config["grains"], "material": config["material"],
+            "materials": config.get("materials"), "seed": config["simulation"]["seed"],
+            "dt": config["simulation"]["dt"], "dt_fraction": config["simulation"]["dt_fraction"],
+            "pressure": config["loading"]["confining_stress"], "mu_prep": config["loading"]["preparation_mu"]}
+    return keep
+
+
+def prepared_grains(config, cache=None, announce=None):
+    """The scenario's grains compressed isotropically to the confining stress (module docstring),
+    loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared and saved there."""
+    key = packing_key(config)
+    sim = checkpoint.load_if_same(cache, "grain_packing", key)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the prepared grains {cache}")
+        return sim
+    pressure = config["loading"]["confining_stress"]
+    sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
+    sim.setup()
+    if announce:
+        g = sim.grains
+        announce(f"{g.n} level-set grains of {len(np.unique(g.tmpl))} template(s), "
+                 f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
+                 f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
+    sim.set_local_damping(PREPARATION_DAMPING)
+    rate = STRAIN_PER_STEP / sim.dt
+    for k in range(3):
+        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
+    good = 0
+    limit = config["grains"]["preparation_steps"]
+    m = sim.measure()
+    while good < 2 and sim.step_count < limit:
+        sim.run(min(CHECK_EVERY, limit - sim.step_count))
+        m = sim.measure()
+        ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
+              and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
+        good = good + 1 if ok else 0
+    settled = good >= 2
+    restore_friction(sim, config["material"]["mu"], materials)
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    if announce:
+        state = "settled" if settled else f"not settled within grains.preparation_steps = {limit}"
+        announce(f"prepared {sim.grains.n} grains at {pressure:.4g} Pa in {sim.step_count} steps ({state}): "
+                 f"pressure {m['pressure']:.4g} Pa, void ratio {m['void_ratio']:.3f}, "
+                 f"coordination {m['coordination']:.2f}, unbalanced force ratio {m['unbalanced_force_ratio']:.3g}")
+    if cache is not None:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        checkpoint.save(sim, cache, extra={"grain_packing": key, "settled": settled})
+    return sim
+
+
+def write_vtk(sim, out, index, pvd_grains=None, pvd_contacts=None):
+    """VTK frame `index` of a grain run: the grains as posed surface meshes (grains_*.vtu) and the
+    contact network (contacts_*.vtu: a line per touching pair, from a centre to the image of the
+    other, with the pair's summed node force and node count)."""
+    from ..io.vtk import write_contacts, write_surface
+    vdir = Path(out) / "vtk"
+    vdir.mkdir(parents=True, exist_ok=True)
+    g = sim.grains
+    v, f, gid = g.surfaces()
+    surf = write_surface(vdir / f"grains_{index:06d}.vtu", v, f, point_data={"grain": gid})
+    net = g.contact_network()
+    pair = net["j"] >= 0
+    i, j = net["i"][pair], net["j"][pair]
+    from ..core.cell import minimum_image
+    branch = minimum_image(g.pos[j] - g.pos[i], sim.box_lengths, sim.cell_matrix[[1, 2, 2], [0, 0, 1]], sim.periodic)
+    force = net["force"][pair]
+    write_contacts(vdir / f"contacts_{index:06d}.vtu", g.pos, np.column_stack([i, j]),
+                   {"force_on_i": force, "force_magnitude": np.linalg.norm(force, axis=1),
+                    "nodes": net["n_nodes"][pair].astype(np.int64)}, branch=branch, compression=None)
+    if pvd_grains is not None:
+        pvd_grains.add(sim.time, vdir / f"grains_{index:06d}.vtu")
+        pvd_contacts.add(sim.time, vdir / f"contacts_{index:06d}.vtu")
+    return surf
