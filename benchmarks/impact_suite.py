@@ -20,6 +20,10 @@ wall_contact_arrays) and compared with its own independent reference:
 - Maw, Barber & Fawcett (1976): normalised rebound angle psi2 against psi1 for a sphere on an
   elastic plane of its own material and for two identical spheres, all four tangential laws, against
   the same reference; the time-step convergence of each law.
+- Rolling and twisting resistance (contact.rolling), every tangential law: a sphere rolling on a
+  plane under gravity, braked by Ai et al.'s rolling spring at its limiting moment mu_r R N, and a
+  sphere spinning about the plane's normal, braked by Marshall's twisting spring at 2/3 mu a N:
+  their constant decelerations against the closed forms (rolling_decay, twisting_decay below).
 
     python benchmarks/impact_suite.py --json FILE [--quick] [--out DIR]
 
@@ -320,6 +324,9 @@ TOL = {
     # psi2 of the law that implements CMD exactly; a pair's normal turns while the spheres slide past
     # each other, which the theory neglects (its deviation grows with psi1, see maw_finite_overlap)
     "psi2_sphere_plane_jaeger": 3e-3,
+    # fitted deceleration over the closed form's, relative (measured ~1e-5: the lever R - delta
+    # against R, the normal force's residual oscillation)
+    "rolling_decay": 1e-3,
     "psi2_two_spheres_jaeger": 0.02,
     "dt_convergence_jaeger": 2e-3,
     "dt_convergence_jaeger_low_speed": 2e-4,
@@ -328,6 +335,74 @@ TOL = {
 # errors measured over the full psi1 range at 200 steps per contact: linear 0.576, mindlin 0.430,
 # md_incremental 0.150) guard against a change that moves them further away.
 TOL_APPROXIMATE_LAWS = {"linear": 0.72, "mindlin": 0.54, "md_incremental": 0.19}
+
+
+# ----------------------------------------------------------------------------- rolling resistance
+ROLL_MATERIAL = (7.0e10, 0.30, 2500.0)
+ROLL_RADIUS = 1e-3
+ROLL_G = 9.81
+
+
+def _resting_sphere(law, velocity, spin, mu, mu_r, twisting):
+    """A sphere resting on the plane y = 0 under gravity (-y), at its static Hertz overlap, with
+    rolling or twisting resistance; returns (sim, N, E*)."""
+    E, nu, rho = ROLL_MATERIAL
+    sim = Simulation(law=law, E=E, nu=nu, mu=mu, density=rho, gravity=(0.0, -ROLL_G, 0.0), restitution=0.3,
+                     rolling={"mu_r": mu_r} if mu_r else None, twisting=twisting)
+    size = 20.0 * ROLL_RADIUS
+    sim.set_box((-size, -size, -size), (size, size, size))
+    m = rho * 4.0 / 3.0 * math.pi * ROLL_RADIUS ** 3
+    N = m * ROLL_G
+    estar = ref.effective_moduli(E, nu, E, nu)[0]
+    delta = (N / (4.0 / 3.0 * estar * math.sqrt(ROLL_RADIUS))) ** (2.0 / 3.0)
+    sim.add_particles([[0.0, ROLL_RADIUS - delta, 0.0]], ROLL_RADIUS, velocities=[velocity],
+                      angular_velocities=[spin])
+    sim.add_wall((0.0, 0.0, 0.0), (0.0, 1.0, 0.0))
+    sim.setup()
+    return sim, N, estar
+
+
+def _fitted_rate(sim, read, t_stop, samples=60):
+    """Run to 0.8 t_stop sampling read(sim); the slope of a line fitted from 0.1 t_stop on, and
+    the samples (t, y)."""
+    steps = int(0.8 * t_stop / sim.dt)
+    every = max(1, steps // samples)
+    t, y = [], []
+
+    def sample(s):
+        t.append(s.time)
+        y.append(read(s))
+    sim.run(steps, callback=sample, every=every)
+    t, y = np.array(t), np.array(y)
+    keep = t > 0.1 * t_stop
+    return float(np.polyfit(t[keep], y[keep], 1)[0]), t, y
+
+
+def rolling_decay(law, mu_r=0.2, v0=0.02, mu=0.5):
+    """A sphere rolling without slip at v0 along x. With the rolling spring at its limit the moment
+    mu_r R N (N = m g, rolling radius R* = R) opposes the spin, friction F keeps the contact point
+    at rest: m dv/dt = F, I dw/dt = -R F - mu_r R N with v = R w, so (I + m R^2) dw/dt = -mu_r R m g
+    and dv/dt = -mu_r g m R^2/(I + m R^2) = -5/7 mu_r g (I = 2/5 m R^2): a constant deceleration
+    until the sphere stops at t = 7 v0/(5 mu_r g), while |F|/N = 2/7 mu_r stays below mu."""
+    sim, _, _ = _resting_sphere(law, (v0, 0.0, 0.0), (0.0, 0.0, -v0 / ROLL_RADIUS), mu, mu_r, None)
+    decel = 5.0 / 7.0 * mu_r * ROLL_G
+    rate, t, v = _fitted_rate(sim, lambda s: float(s.vel[0, 0]), v0 / decel)
+    return {"law": law, "mu_r": mu_r, "start": v0, "deceleration": -rate, "ref_deceleration": decel,
+            "error": abs(-rate / decel - 1.0), "t": t.tolist(), "y": v.tolist(),
+            "rolling_dissipation": sim.measure()["rolling_dissipation"]}
+
+
+def twisting_decay(law, w0=0.2, mu=0.5):
+    """A sphere spinning at w0 about the plane's normal. With the twisting spring at its limit the
+    moment 2/3 mu a N (Hertz: a = (3 N R/(4 E*))^(1/3), N = m g) brakes the spin alone:
+    I dw/dt = -2/3 mu a N, a constant rate until the spin stops at t = I w0/(2/3 mu a N)."""
+    sim, N, estar = _resting_sphere(law, (0.0, 0.0, 0.0), (0.0, w0, 0.0), mu, 0.0, True)
+    a = (3.0 * N * ROLL_RADIUS / (4.0 * estar)) ** (1.0 / 3.0)
+    inertia = float(sim.inertia[0])
+    alpha = 2.0 / 3.0 * mu * a * N / inertia
+    rate, t, w = _fitted_rate(sim, lambda s: float(s.omega[0, 1]), w0 / alpha)
+    return {"law": law, "start": w0, "deceleration": -rate, "ref_deceleration": alpha, "error": abs(-rate / alpha - 1.0),
+            "t": t.tolist(), "y": w.tolist(), "rolling_dissipation": sim.measure()["rolling_dissipation"]}
 
 
 def _case(error, tolerance, reference, **extra):
@@ -458,6 +533,19 @@ def run_suite(quick=False, out_dir=None, log=print):
                                        "psi2_minus_ref": (got - fo_ref).tolist()})
                 log(f"finite overlap: v {v} {geometry} delta_max/R {dmax / MAW_RADIUS:.2e}: psi2 - ref "
                     f"{np.round(got - fo_ref, 5).tolist()}")
+    # --- rolling and twisting resistance: a sphere rolling and a sphere spinning on a plane
+    roll = {"rolling": [], "twisting": []}
+    for law in LAWS:
+        for kind, fn, form in (("rolling", rolling_decay, "dv/dt = -5/7 mu_r g (Ai et al. type C at its limit)"),
+                               ("twisting", twisting_decay, "I dw/dt = -2/3 mu a N (Marshall at its limit)")):
+            r = fn(law)
+            roll[kind].append(r)
+            cases[f"{kind}_decay_{law}"] = _case(r["error"], TOL["rolling_decay"],
+                                                 f"closed form {form}; |fitted deceleration / closed form - 1|",
+                                                 **{k: v for k, v in r.items() if k not in ("error", "t", "y")})
+            log(f"{kind} decay {law}: deceleration {r['deceleration']:.6g} against {r['ref_deceleration']:.6g} "
+                f"(error {r['error']:.2e})")
+    figures["rolling"] = roll
     elapsed = time.perf_counter() - t0
     if out_dir:
         _plots(figures, out_dir)
@@ -507,6 +595,19 @@ def _plots(fig, out_dir):
         f.tight_layout()
         f.savefig(os.path.join(out_dir, f"impact_{key}.png"), dpi=110)
         plt.close(f)
+    f, axs = plt.subplots(1, 2, figsize=(10, 3.8))
+    for axx, kind, lab in zip(axs, ("rolling", "twisting"), ("rolling: v / v0", "twisting: spin / spin0")):
+        for r, mk in zip(fig["rolling"][kind], "sv^o"):
+            t_stop = r["start"] / r["ref_deceleration"]
+            axx.plot(np.array(r["t"]) / t_stop, np.array(r["y"]) / r["start"], mk, ms=3, mfc="none", label=r["law"])
+        axx.plot([0.0, 1.0], [1.0, 0.0], "k-", lw=1, label="closed form")
+        axx.set_xlabel("t / t_stop (closed form)")
+        axx.set_title(lab, fontsize=9)
+    axs[0].legend(fontsize=8)
+    f.suptitle("Rolling (Ai et al. type C) and twisting (Marshall) resistance: a sphere on a plane", fontsize=10)
+    f.tight_layout()
+    f.savefig(os.path.join(out_dir, "impact_rolling.png"), dpi=110)
+    plt.close(f)
     conv = fig["convergence"]
     f, ax = plt.subplots(figsize=(8.6, 4.6))
     n = conv["steps_per_contact"]

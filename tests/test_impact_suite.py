@@ -1,5 +1,6 @@
 """The quick form of benchmarks/impact_suite.py (Chung & Ooi tests 1-4, impacts driven by spin,
-Maw et al.'s oblique impact for the four tangential laws): every case's error against its independent reference within its
+Maw et al.'s oblique impact for the four tangential laws, a rolling and a spinning sphere braked by
+rolling/twisting resistance): every case's error against its independent reference within its
 stated tolerance, and the JSON contract."""
 
 import importlib.util
@@ -28,7 +29,9 @@ def test_quick_impact_suite_within_tolerances(tmp_path):
                 "co4_oblique_aluminium_alloy_rebound_angle", "co4_oblique_alumina_gross_sliding",
                 "spin_sphere_plane", "spin_two_spheres", "spin_counter_rotating",
                 "maw_sphere_plane_linear", "maw_sphere_plane_mindlin", "maw_sphere_plane_md_incremental",
-                "maw_sphere_plane_jaeger", "maw_jaeger_dt_convergence"]
+                "maw_sphere_plane_jaeger", "maw_jaeger_dt_convergence",
+                *(f"{kind}_decay_{law}" for kind in ("rolling", "twisting")
+                  for law in ("linear", "mindlin", "md_incremental", "jaeger"))]
     for name in expected:
         assert name in cases, name
     for name, c in cases.items():

@@ -1,4 +1,5 @@
-"""One contact row seen by a force pass: its parameter record, its frame turn and its law step.
+"""One contact row seen by a force pass: its parameter record, its frame turn, its law step and
+its rolling/twisting moments.
 
 Shared by the pair pass and the wall pass, which differ only in how they find the row's geometry.
 """
@@ -10,6 +11,7 @@ from ..contact import jaeger, linear, md_incremental, mindlin
 from ..contact import state as S
 from ..contact.frames import frame_init
 from ..contact.laws import contact_step
+from ..contact.rolling import contact_moment
 from ..core.layout import PK_CN, PK_RSTAR, PRM_PAIR
 from ..core.rotations import quat_mul
 
@@ -140,3 +142,37 @@ def turn_frame(cq, c, nx, ny, nz, spin_x, spin_y, spin_z, dt, one_product_fewer)
     cq[c, 2] = y
     cq[c, 3] = z
     return w, x, y, z
+
+
+@njit(_nrt=False, inline="always")
+def rolling_moments(omega, mass, inertia, radius, mtab, rtab, step, dt, fs, cq, pk, pm, rs, torque, i, j, c):
+    """The rolling and twisting moments (contact.rolling.contact_moment) of touching row c of
+    particles i and j (j < 0: a wall, at rest and of infinite inertia), added to the torques; the
+    row's overlap, normal force and frame are those the force pass has just computed."""
+    p = pm[c]
+    rstar = pk[c, PK_RSTAR]
+    a = math.sqrt(rstar * fs[c, S.F_DELTA])
+    k_t = mtab[p, S.P_KTLIN] if mtab[p, S.P_KTLIN] > 0.0 else mtab[p, S.P_KTC] * a
+    ii = inertia[i]
+    ir = ii + mass[i] * radius[i] * radius[i]
+    if j >= 0:
+        wx = omega[j, 0] - omega[i, 0]
+        wy = omega[j, 1] - omega[i, 1]
+        wz = omega[j, 2] - omega[i, 2]
+        ij = inertia[j]
+        jr = ij + mass[j] * radius[j] * radius[j]
+        ii = ii * ij / (ii + ij)
+        ir = ir * jr / (ir + jr)
+    else:
+        wx = -omega[i, 0]
+        wy = -omega[i, 1]
+        wz = -omega[i, 2]
+    mx, my, mz = contact_moment(rs, c, rtab[p], step, dt, cq[c, 0], cq[c, 1], cq[c, 2], cq[c, 3], wx, wy, wz,
+                                fs[c, S.F_N], a, mtab[p, S.P_KNC] * a, k_t, mtab[p, S.P_MU], rstar, ir, ii)
+    torque[i, 0] -= mx
+    torque[i, 1] -= my
+    torque[i, 2] -= mz
+    if j >= 0:
+        torque[j, 0] += mx
+        torque[j, 1] += my
+        torque[j, 2] += mz

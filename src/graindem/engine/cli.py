@@ -196,6 +196,7 @@ def run_scenario(config, out, steps=None, quiet=False):
     test = B.start_test(sim, law, xi=config["contact"]["xi"], steps=nsteps,
                         total_strain=total_strain, axis=load["axis"], stress_axis=load["stress_axis"],
                         pressure=load["confining_stress"], local_damping=mat["damping"])
+    apply_rolling(sim, config["contact"], config.get("materials"))
     if load["shear_rate"] is not None:
         for plane, rate in zip(sim.SHEAR_PLANES, load["shear_rate"]):
             if rate != 0.0:
@@ -212,6 +213,22 @@ def run_scenario(config, out, steps=None, quiet=False):
                         vtk_interval=(sim_cfg["vtk_interval"] or sim_cfg["output_interval"]) if config["output"]["vtk"] else 0,
                         quiet=quiet, checkpoint_interval=sim_cfg["checkpoint_interval"])
     return _finish(sim, test, out, rate, t0, announce, config)
+
+
+def apply_rolling(sim, contact, materials):
+    """The scenario's rolling and twisting resistance ([contact] rolling_*, twisting_*; per pair
+    materials.pair_rolling_friction), from the start of the test on (the preparation runs without)."""
+    rolling = None
+    if contact["rolling_friction"] > 0.0:
+        rolling = {"mu_r": contact["rolling_friction"], "damping": contact["rolling_damping"],
+                   "stiffness": contact["rolling_stiffness"]}
+    twisting = {"damping": contact["twisting_damping"]} if contact["twisting"] else None
+    sim.set_rolling(rolling, twisting)
+    pr = (materials or {}).get("pair_rolling_friction") or []
+    for t in range(0, len(pr), 3):
+        pair = None if pr[t + 2] == 0.0 else {"mu_r": pr[t + 2], "damping": contact["rolling_damping"],
+                                               "stiffness": contact["rolling_stiffness"]}
+        sim.set_pair_rolling(int(pr[t]), int(pr[t + 1]), pair, twisting)
 
 
 def read_packing_csv(path, with_materials=False):

@@ -5,8 +5,8 @@ to grow, or when the run diverged (layout.STATUS_*). Every COMPACT_EVERY steps i
 store out afresh in pair-row order (history.compact_store: indices only, results unchanged), which
 keeps the history laws' pushes, pops and walks in cache.
 
-A step (see run_steps): pair pass, wall pass, cell servo, integration, wall motion, then a
-neighbour rebuild when the skin no longer covers what moved.
+A step (see run_steps): pair pass, wall pass, rolling pass (runs with rolling resistance), cell
+servo, integration, wall motion, then a neighbour rebuild when the skin no longer covers what moved.
 """
 
 import math
@@ -26,18 +26,24 @@ from .history import compact_on_schedule, refresh_live
 from .integration import advance_particles
 from .neighbours import build_pairs
 from .pair_pass import N_SC, pair_forces
+from .rolling_pass import rolling_pass
 
 
 @njit
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
-              qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out):
+              qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out,
+              rtab, prs, wrs, rrel):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
     servo, then the fused particle pass; a neighbour rebuild when some particle moved (relative to
     the cell's flow) by more than half the skin, counting the cell's own stretch; the history
     store laid out afresh every ICTL_COMPACT_EVERY steps (compact_on_schedule).
+
+    Rolling/twisting resistance (rolling_pass) when the rows carry rolling state: prs and wrs with
+    columns, rtab the material pairs' rolling table, rrel the dissipation of rows that left the
+    list; without it prs and wrs have no columns and nothing of it runs.
     """
     out[OUT_STATUS] = STATUS_DONE
     out[OUT_STEPS] = 0
@@ -53,6 +59,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     act = np.empty(pi.shape[0], dtype=np.int32)
     live = np.empty(pi.shape[0], dtype=np.uint8)
     refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
+    rolling = prs.shape[1] > 0
     for step in range(nsteps):
         if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
             out[OUT_STATUS] = STATUS_STORE_LOW
@@ -65,6 +72,9 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         if not ok:
             out[OUT_STATUS] = STATUS_DIVERGED
             return
+        if rolling:
+            rolling_pass(omega, torque, radius, mass, inertia, mtab, rtab, ctl, ictl, pi, pj, pfs, pcq, pk, pm, prs,
+                         wcand, wfs, wcq, wk, wm, wrs)
         servo(cell, ctl, ictl, acc)
         maxd2 = advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
                                   pos_build, acc, out)
@@ -104,7 +114,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         if flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
             if build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl,
                            ictl, pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build,
-                           pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm) < 0:
+                           pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm, prs, wrs, rrel) < 0:
                 out[OUT_STATUS] = STATUS_PAIRS_FULL
                 return
             refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)

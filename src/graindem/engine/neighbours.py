@@ -16,6 +16,7 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import state as S
+from ..contact.rolling import released_energy
 from ..contact.store import release
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, grid_bin_of, is_sheared, min_image,
                          min_image_tilted, wrap_and_grid, wrap_and_grid_tilted)
@@ -125,7 +126,7 @@ def _copy_row(fs, ist, cq, src, to_fs, to_ist, to_cq, dst):
 @njit
 def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl, ictl,
                 pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build, pts, nxt, meta, acc,
-                walls, wcand, wfs, wist, wcq, wk, wm):
+                walls, wcand, wfs, wist, wcq, wk, wm, prs, wrs, rrel):
     """Rebuild the half neighbour list, carrying contact state over; returns the new pair count.
 
     With ictl[ICTL_SORT] the particles are first renumbered in cell order (every per-particle
@@ -133,7 +134,9 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     memory. Returns -1 when the pair arrays are too small; the caller grows them and calls again
     (a renumbering already done is harmless: it is a deterministic function of the positions).
     Pairs that leave the list release any history they still hold, and hand their frictional
-    dissipation to acc[ACC_DISS_RELEASED]. A row keeps the orientation it was created with (which
+    dissipation to acc[ACC_DISS_RELEASED]. The rows' rolling/twisting state (prs, wrs: no columns
+    when the run has none) is carried with them; a row that leaves hands its dissipation, and the
+    energy its springs still hold, to rrel[0]. A row keeps the orientation it was created with (which
     particle is pi), so rows are grouped by the lower index but pi may be the higher one.
     """
     n = ictl[ICTL_N]
@@ -205,6 +208,8 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     loz = -1 if (mz >= 3 or not perz) else 0
     hiz = 1 if (mz >= 2 or not perz) else 0
     carried = np.zeros(npairs_old, dtype=np.bool_)
+    nrs = prs.shape[1]
+    qrs = np.zeros((cap, nrs))
     newstart = np.empty(n + 1, dtype=np.int64)
     k = 0
     for i in range(n):
@@ -265,6 +270,8 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                             qi[k] = pi[found]
                             qj[k] = pj[found]
                             _copy_row(pfs, pist, pcq, found, qfs, qist, qcq, k)
+                            for f in range(nrs):
+                                qrs[k, f] = prs[found, f]
                         else:
                             qi[k] = i
                             qj[k] = j
@@ -276,12 +283,16 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
             if pist[o, S.I_HEAD] >= 0:
                 release(pts, nxt, meta, pist[o, S.I_HEAD])
             acc[ACC_DISS_RELEASED] += pfs[o, S.F_DISS]
+            if nrs:
+                rrel[0] += released_energy(prs, o)
     for c in range(k):
         a = qi[c]
         b = qj[c]
         pi[c] = a
         pj[c] = b
         _copy_row(qfs, qist, qcq, c, pfs, pist, pcq, c)
+        for f in range(nrs):
+            prs[c, f] = qrs[c, f]
         _mix_constants(pk, pm, c, radius[a], radius[b], pmat[a], pmat[b], mass[a], mass[b], mtab, nmat, visc, limit)
     for i in range(n + 1):
         pstart[i] = newstart[i]
@@ -301,6 +312,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     ofs = wfs[:nc_old].copy()
     oist = wist[:nc_old].copy()
     ocq = wcq[:nc_old].copy()
+    owrs = wrs[:nc_old].copy()
     wcarried = np.zeros(nc_old, dtype=np.bool_)
     nc = 0
     for i in range(n):
@@ -313,8 +325,12 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                 if o >= 0:
                     wcarried[o] = True
                     _copy_row(ofs, oist, ocq, o, wfs, wist, wcq, nc)
+                    for f in range(nrs):
+                        wrs[nc, f] = owrs[o, f]
                 else:
                     _clear_row(wfs, wist, wcq, nc)
+                    for f in range(nrs):
+                        wrs[nc, f] = 0.0
                 wcand[nc] = key
                 _mix_constants(wk, wm, nc, radius[i], 0.0, pmat[i], pmat[n + w], mass[i], 0.0, mtab, nmat,
                                visc, limit)
@@ -324,8 +340,12 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
             if oist[o, S.I_HEAD] >= 0:
                 release(pts, nxt, meta, oist[o, S.I_HEAD])
             acc[ACC_DISS_RELEASED] += ofs[o, S.F_DISS]
+            if nrs:
+                rrel[0] += released_energy(owrs, o)
     for q in range(nc, nc_old):
         _clear_row(wfs, wist, wcq, q)
+        for f in range(nrs):
+            wrs[q, f] = 0.0
     for w in range(nw):
         for d in range(3):
             walls[w, 9 + d] = walls[w, d]

@@ -9,7 +9,8 @@
 Units SI. Stress is compression-positive. Materials: the constructor's E, nu, mu, density are
 material 0; `add_material` adds more, particles and walls name theirs (default 0), and each pair of
 materials gets its record by the usual mixing (`pair_record`), friction overridable per pair
-(`set_pair_friction`). The pair-dependent Hertz quantities (R*, 4/3 E* sqrt(R*)) are set per pair
+(`set_pair_friction`), rolling and twisting resistance likewise (`rolling=`, `twisting=`,
+`set_rolling`, `set_pair_rolling`: contact.rolling). The pair-dependent Hertz quantities (R*, 4/3 E* sqrt(R*)) are set per pair
 row when the neighbour list is built (engine.neighbours).
 All state lives in numpy arrays (`state_dict()`), which is what checkpoints hold; output reads
 copies and never changes state.
@@ -19,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
@@ -43,6 +45,7 @@ from .loop import run_steps
 from .neighbours import build_pairs, refresh_constants
 
 SCHEMA_VERSION = 1
+ROLLING_ARRAYS = RL.ENGINE_ARRAYS
 
 
 class Diverged(RuntimeError):
@@ -89,13 +92,20 @@ class Simulation:
     sort_particles: renumber the particles in cell order at every neighbour rebuild (faster for
     large N: neighbours sit close in memory). Every per-particle array (pos, vel, ...) is then in the
     current order and `ids` gives each row's index in the order the particles were added.
+    rolling: None (off) or {"mu_r": rolling friction coefficient >= 0, "damping": dashpot damping
+    ratio in [0, 1] (default 0), "stiffness": rolling stiffness N m/rad > 0 (default None: Ai et
+    al.'s 2.25 k_n mu_r^2 R*^2)}: the elastic-plastic rolling spring of Ai et al. (2011, type C;
+    LAMMPS `rolling sds`), limiting moment mu_r R* N. A number is read as mu_r.
+    twisting: None/False (off), True, or {"damping": ratio in [0, 1]}: Marshall's (2009) twisting
+    spring k_t a^2/2, limiting moment 2/3 mu a N. Both for every pair of materials (set_pair_rolling
+    changes one pair); their state is in the contact rows (see contact.rolling).
     """
 
     def __init__(self, law="mindlin", E=70e9, nu=0.25, mu=0.5, density=2500.0, xi=0.0, kt_linear=0.0,
                  restitution=None, local_damping=0.0, gravity=(0.0, 0.0, 0.0), dt=None, dt_fraction=0.2,
                  allow_unstable_dt=False, reference_overlap=None, skin=None, max_initial_overlap=0.05,
                  diverge_overlap=0.5, energy_accounting=False, verbose=False, adaptive_dt=False,
-                 adaptive_dt_interval=100, sort_particles=False):
+                 adaptive_dt_interval=100, sort_particles=False, rolling=None, twisting=None):
         self.law_name = str(law)
         self.law = law_id(law)
         self.E, self.nu, self.mu, self.xi = check_material(E, nu, mu, xi)
@@ -104,6 +114,7 @@ class Simulation:
         self.density = _pos_finite("density", density)
         self.materials = np.array([[self.E, self.nu, self.mu, self.density]])
         self.mu_pair = np.full((1, 1), -1.0)  # per-pair friction overrides (< 0: mixed from the two)
+        self.rolling_pairs = rolling_record(rolling, twisting)[None, None, :].copy()  # (m, m, RL.N_ROLL_PARAM)
         self.sort_particles = bool(sort_particles)
         self._materials_of = []
         self._wall_materials = []
@@ -201,6 +212,10 @@ class Simulation:
         mp = np.full((m, m), -1.0)
         mp[:m - 1, :m - 1] = self.mu_pair
         self.mu_pair = mp
+        rp = np.empty((m, m, RL.N_ROLL_PARAM))
+        rp[:] = self.rolling_pairs[0, 0]  # a new material's pairs get material 0's rolling settings
+        rp[:m - 1, :m - 1] = self.rolling_pairs
+        self.rolling_pairs = rp
         return m - 1
 
     def set_pair_friction(self, m1, m2, mu):
@@ -228,6 +243,39 @@ class Simulation:
             self.prm[S.P_MU] = mu
         if self.ready:
             self._update_mtab()
+
+    def set_rolling(self, rolling=None, twisting=None):
+        """Rolling and twisting resistance for every pair of materials (the constructor's `rolling`
+        and `twisting`; None turns one off); per-pair settings are replaced. May be called between
+        runs: contacts keep their springs."""
+        self.rolling_pairs[:] = rolling_record(rolling, twisting)
+        self._rolling_changed()
+
+    def set_pair_rolling(self, m1, m2, rolling=None, twisting=None):
+        """Rolling and twisting resistance of contacts between materials m1 and m2 (either order),
+        as the constructor's `rolling` and `twisting` (None: off for this pair)."""
+        a = self._check_material_index(m1, "m1")
+        b = self._check_material_index(m2, "m2")
+        rec = rolling_record(rolling, twisting)
+        self.rolling_pairs[a, b] = rec
+        self.rolling_pairs[b, a] = rec
+        self._rolling_changed()
+
+    def rolling_record(self, m1, m2):
+        """The rolling table row (contact.rolling.RP_*) of materials m1 and m2."""
+        return self.rolling_pairs[self._check_material_index(m1, "m1"), self._check_material_index(m2, "m2")].copy()
+
+    @property
+    def rolling_on(self):
+        """True when some pair of materials has rolling or twisting resistance."""
+        rp = self.rolling_pairs
+        return bool(np.any(rp[..., RL.RP_MU_R] > 0.0) or np.any(rp[..., RL.RP_TWIST] != 0.0))
+
+    def _rolling_changed(self):
+        """A run that turns rolling resistance on gets rolling state rows (unloaded springs)."""
+        if self.ready and self.rolling_on and self.prs.shape[1] == 0:
+            self.prs = np.zeros((self.pi.shape[0], RL.N_ROLL_STATE))
+            self.wrs = np.zeros((self.wfs.shape[0], RL.N_ROLL_STATE))
 
     def _check_material_index(self, m, name="material"):
         try:
@@ -824,6 +872,8 @@ class Simulation:
         self.wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
         self.wk = np.zeros((n * nw, N_PK))
         self.wm = np.zeros(n * nw, dtype=np.int64)
+        self.wrs = np.zeros((n * nw, RL.N_ROLL_STATE if self.rolling_on else 0))
+        self.rrel = np.zeros(1)
         self.pos_build = self.pos.copy()
         self._update_mtab()
         self.ictl[ICTL_NMAT] = self.materials.shape[0]
@@ -856,17 +906,20 @@ class Simulation:
     def _alloc_pairs(self, cap, keep=0):
         old = getattr(self, "pi", None)
         arrays = {}
+        if old is None:
+            self.prs = np.zeros((0, RL.N_ROLL_STATE if self.rolling_on else 0))
         for name, shape, dtype in (("pi", (cap,), PAIR_INDEX), ("pj", (cap,), PAIR_INDEX),
                                    ("pfs", (cap, S.N_FSTATE), np.float64),
                                    ("pist", (cap, S.N_ISTATE), np.int64), ("pcq", (cap, 4), np.float64),
-                                   ("pk", (cap, N_PK), np.float64), ("pm", (cap,), np.int64)):
+                                   ("pk", (cap, N_PK), np.float64), ("pm", (cap,), np.int64),
+                                   ("prs", (cap, self.prs.shape[1]), np.float64)):
             a = np.zeros(shape, dtype=dtype)
             if old is not None and keep:
                 a[:keep] = getattr(self, name)[:keep]
             arrays[name] = a
         for name, a in arrays.items():
             setattr(self, name, a)
-            if name not in ("pk", "pm"):
+            if name not in ("pk", "pm", "prs"):
                 setattr(self, "q" + name[1:], np.zeros_like(a))
 
     def _rebuild(self):
@@ -876,7 +929,8 @@ class Simulation:
                             self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm,
                             self.qi, self.qj, self.qfs, self.qist, self.qcq, self.pos_build,
                             self.store.pts, self.store.nxt, self.store.meta, self.acc,
-                            self.walls, self.wcand, self.wfs, self.wist, self.wcq, self.wk, self.wm)
+                            self.walls, self.wcand, self.wfs, self.wist, self.wcq, self.wk, self.wm,
+                            self.prs, self.wrs, self.rrel)
             if k >= 0:
                 return
             self._grow_pairs()
@@ -984,7 +1038,8 @@ class Simulation:
                       self.ictl, self.walls, self.wcand, self.pstart, self.pi, self.pj, self.pfs, self.pist,
                       self.pcq, self.pk, self.pm, self.qi, self.qj, self.qfs, self.qist, self.qcq,
                       self.wfs, self.wist, self.wcq, self.wk, self.wm,
-                      self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out)
+                      self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out,
+                      self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel)
             done += int(self.out[OUT_STEPS])
             status = int(self.out[OUT_STATUS])
             if status == STATUS_PAIRS_FULL:
@@ -1191,6 +1246,7 @@ class Simulation:
             wc = self.wall_contact_arrays()
             en += 0.4 * float(np.sum(wfs[:, S.F_N] * wfs[:, S.F_DELTA]))
         lengths = np.concatenate([self.pist[:m, S.I_LEN][act], self.wist[:wfs.shape[0], S.I_LEN][wact]])
+        e_roll, d_roll = self.rolling_energies(act, wact)
         tmag = np.linalg.norm(c["T"], axis=1)
         mu_rows = self.mtab[self.pm[c["row"]], S.P_MU]
         sliding = np.sum(tmag >= mu_rows * c["N"] * (1.0 - 1e-9)) if n_c else 0
@@ -1224,6 +1280,8 @@ class Simulation:
             # hooks filled by the laws that count them (F_DISS, F_WORK); 0 for laws that do not
             "frictional_dissipation": diss, "tangential_work": work_t,
             "tangential_energy": self.tangential_energy(),
+            # rolling/twisting springs (contact.rolling): stored in touching contacts, dissipated
+            "rolling_energy": e_roll, "rolling_dissipation": d_roll,
             "boundary_work": float(self.acc[ACC_BOUNDARY_WORK]),
             "viscous_dissipation": float(self.acc[ACC_VISC_WORK]),
             "local_damping_dissipation": float(self.acc[ACC_LOCAL_WORK]),
@@ -1234,6 +1292,20 @@ class Simulation:
             "n_rebuilds": int(self.ictl[ICTL_NREBUILDS]),
             "dt_over_dt_crit": self.dt / self.critical_time_step(),
         }
+
+    def rolling_energies(self, act=None, wact=None):
+        """(stored, dissipated) energy of the rolling and twisting springs and dashpots (J): stored
+        in the touching contacts' springs; dissipated by all contacts, those that left the
+        neighbour list included."""
+        if getattr(self, "prs", None) is None or self.prs.shape[1] == 0:
+            return 0.0, 0.0
+        m = int(self.ictl[ICTL_NPAIRS])
+        nwc = int(self.ictl[ICTL_NWCAND])
+        act = self.pfs[:m, S.F_DELTA] > 0.0 if act is None else act
+        wact = self.wfs[:nwc, S.F_DELTA] > 0.0 if wact is None else wact
+        e, d = RL.energy_sums(self.prs, act)
+        we, wd = RL.energy_sums(self.wrs, wact)
+        return e + we, d + wd + float(self.rrel[0])
 
     # ---------------------------------------------------------------- state
     ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "prm", "cell",
@@ -1250,6 +1322,9 @@ class Simulation:
         d = {name: np.array(getattr(self, name)) for name in self.ARRAYS}
         for name, a in self.store.state_arrays().items():
             d["store_" + name] = np.array(a)
+        if self.prs.shape[1]:
+            for name in ROLLING_ARRAYS:
+                d[name] = np.array(getattr(self, name))
         meta = {"schema_version": SCHEMA_VERSION, "law": self.law_name, "E": self.E, "nu": self.nu,
                 "mu": self.mu, "xi": self.xi, "kt_linear": self.kt_linear, "density": self.density,
                 "restitution": self.restitution, "local_damping": self.local_damping,
@@ -1375,12 +1450,60 @@ class Simulation:
                                                                       int(sim.ictl[ICTL_NWCAND]), sim.acc)
         sim.wk = np.zeros((n * nw, N_PK))
         sim.wm = np.zeros(n * nw, dtype=np.int64)
+        nmat = sim.materials.shape[0]
+        if "prs" in arrays:
+            for name in ROLLING_ARRAYS:
+                setattr(sim, name, np.ascontiguousarray(np.array(arrays[name], dtype=np.float64)))
+        else:
+            sim.rolling_pairs = np.zeros((nmat, nmat, RL.N_ROLL_PARAM))
+            sim.prs = np.zeros((cap, 0))
+            sim.wrs = np.zeros((n * nw, 0))
+            sim.rrel = np.zeros(1)
         sim._update_mtab()
         sim.out = np.zeros(N_OUT, dtype=np.int64)
         sim.mu = float(sim.prm[S.P_MU])
         sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
         sim.ready = True
         return sim
+
+
+def rolling_record(rolling=None, twisting=None):
+    """The rolling table row (contact.rolling.RP_*) of Simulation's `rolling` and `twisting`
+    settings, checked: rolling None/False, a number (mu_r) or {"mu_r", "damping", "stiffness"};
+    twisting None/False, True or {"damping"}."""
+    rec = np.zeros(RL.N_ROLL_PARAM)
+    if rolling is not None and rolling is not False:
+        if isinstance(rolling, (int, float)) and not isinstance(rolling, bool):
+            rolling = {"mu_r": rolling}
+        if not isinstance(rolling, dict):
+            raise ValueError(f"rolling must be None, a number (mu_r) or a dict with keys mu_r, damping, stiffness; "
+                             f"got {rolling!r}")
+        unknown = set(rolling) - {"mu_r", "damping", "stiffness"}
+        if unknown or "mu_r" not in rolling:
+            raise ValueError(f"rolling must have the key mu_r and optionally damping, stiffness; got keys "
+                             f"{sorted(rolling)}")
+        rec[RL.RP_MU_R] = _pos_finite("rolling mu_r", rolling["mu_r"], allow_zero=True)
+        rec[RL.RP_ETA_R] = _ratio("rolling damping", rolling.get("damping", 0.0))
+        if rolling.get("stiffness") is not None:
+            rec[RL.RP_KR] = _pos_finite("rolling stiffness (N m/rad)", rolling["stiffness"])
+    if twisting is not None and twisting is not False:
+        if twisting is True:
+            twisting = {}
+        if not isinstance(twisting, dict) or set(twisting) - {"damping"}:
+            raise ValueError(f"twisting must be None, False, True or a dict with the key damping; got {twisting!r}")
+        rec[RL.RP_TWIST] = 1.0
+        rec[RL.RP_ETA_T] = _ratio("twisting damping", twisting.get("damping", 0.0))
+    return rec
+
+
+def _ratio(name, value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}") from None
+    if not (0.0 <= value <= 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return value
 
 
 def _wall_rows_from_dense_arrays(wfs, wist, wcq, wcand, nwc, acc):

@@ -14,7 +14,8 @@ succeeds). A violation raises ValueError naming the array (or metadata key) and 
 
 Arrays the engine added after the first checkpoint layout (pmat, pid, materials, mu_pair) may be
 absent; control records (cell, ctl, ictl) may be shorter than now (older layouts; the engine pads
-them with zeros).
+them with zeros). The rolling/twisting arrays (ROLLING_ARRAYS) are present in runs that use them,
+all together, and checked as the others.
 """
 
 import math
@@ -22,6 +23,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact import store as ST
 from ..core import cell as C
@@ -33,6 +35,7 @@ __all__ = ["validate_state", "validate_engine_state", "validate_grain_state", "s
 MAX_STORE_POINTS = 1 << 30
 
 _OPTIONAL = ("pmat", "pid", "materials", "mu_pair")
+ROLLING_ARRAYS = RL.ENGINE_ARRAYS
 _REQUIRED = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "prm", "cell", "ctl",
              "ictl", "walls", "wcand", "pstart", "pi", "pj", "pfs", "pist", "pcq", "wfs", "wist", "wcq",
              "pos_build", "acc", "L0", "store_pts", "store_nxt", "store_meta")
@@ -249,6 +252,32 @@ def validate_engine_state(arrays, meta, source="checkpoint"):
         pid = _array(arrays, "pid", source, "i", (n,), np.int64)
         if not np.array_equal(np.sort(pid), np.arange(n)):
             _fail(source, "array 'pid'", f"a permutation of 0..{n - 1}")
+
+    # rolling/twisting resistance: all four arrays or none
+    present = [name for name in ROLLING_ARRAYS if name in arrays]
+    if present and len(present) != len(ROLLING_ARRAYS):
+        _fail(source, "the rolling resistance arrays", f"all of {list(ROLLING_ARRAYS)} or none", present)
+    if present:
+        nmat = arrays["materials"].shape[0] if "materials" in arrays else 1
+        rp = _array(arrays, "rolling_pairs", source, "f", (nmat, nmat, RL.N_ROLL_PARAM), np.float64)
+        _finite(source, "rolling_pairs", rp)
+        if (np.any(rp[..., RL.RP_MU_R] < 0) or np.any(rp[..., RL.RP_KR] < 0)
+                or np.any((rp[..., RL.RP_ETA_R] < 0) | (rp[..., RL.RP_ETA_R] > 1))
+                or np.any((rp[..., RL.RP_ETA_T] < 0) | (rp[..., RL.RP_ETA_T] > 1))
+                or not np.all(np.isin(rp[..., RL.RP_TWIST], (0.0, 1.0)))):
+            _fail(source, "array 'rolling_pairs'", "rows (mu_r >= 0, damping in [0, 1], stiffness >= 0, "
+                  "twisting 0 or 1, twisting damping in [0, 1])")
+        prs = _array(arrays, "prs", source, "f", (cap, RL.N_ROLL_STATE), np.float64)
+        _finite(source, "prs", prs[:npairs])
+        wrs = _array(arrays, "wrs", source, "f", (nrows, RL.N_ROLL_STATE), np.float64)
+        _finite(source, "wrs", wrs)
+        for name, rows in (("prs", prs[:npairs]), ("wrs", wrs)):
+            if np.any(rows[:, [RL.R_DISS, RL.R_KR, RL.R_KT]] < 0):
+                _fail(source, f"array {name!r}", "dissipation and stiffnesses >= 0")
+        rrel = _array(arrays, "rrel", source, "f", (1,), np.float64)
+        _finite(source, "rrel", rrel)
+        if rrel[0] < 0:
+            _fail(source, "array 'rrel' (released rolling dissipation)", ">= 0", float(rrel[0]))
 
     # history store
     pts = _array(arrays, "store_pts", source, "f", (None, 4), np.float64)

@@ -123,10 +123,16 @@ SCHEMA = {
         "mu": Key("list", (), "their friction coefficients (one per material; a pair takes the smaller)", "-", ge=0.0, le=10.0),
         "fraction": Key("list", (), "share of the generated spheres made of each further material (random, seeded)", "-", ge=0.0, le=1.0),
         "pair_friction": Key("list", (), "friction of chosen material pairs: triples m1, m2, mu (e.g. [0, 1, 0.3])", "-", ge=0.0, le=10.0),
+        "pair_rolling_friction": Key("list", (), "rolling friction of chosen material pairs: triples m1, m2, mu_r (the pair keeps contact.rolling_damping, rolling_stiffness, twisting)", "-", ge=0.0, le=10.0),
     },
     "contact": {
         "law": Key(str, "jaeger", "tangential contact law", choices=TANGENTIAL_LAWS),
         "xi": Key(float, 0.0, "Jaeger history merge tolerance (0: exact), in units of mu", "-", ge=0.0, le=1.0),
+        "rolling_friction": Key(float, 0.0, "rolling friction coefficient mu_r of the rolling spring (Ai et al. 2011, type C; limiting moment mu_r R* N); 0: no rolling resistance", "-", ge=0.0, le=10.0),
+        "rolling_damping": Key(float, 0.0, "damping ratio of the rolling dashpot (active below the limiting moment)", "-", ge=0.0, le=1.0),
+        "rolling_stiffness": Key(float, None, "rolling spring stiffness (default: Ai et al.'s 2.25 k_n mu_r^2 R*^2)", "N m/rad", gt=0.0, le=1e12),
+        "twisting": Key(bool, False, "twisting resistance: Marshall's (2009) spring k_t a^2/2 with limiting moment 2/3 mu a N"),
+        "twisting_damping": Key(float, 0.0, "damping ratio of the twisting dashpot", "-", ge=0.0, le=1.0),
     },
     "particles": {
         "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution)", choices=("sphere", "levelset")),
@@ -281,14 +287,15 @@ def _check_materials(config):
         if config["particles"]["file"]:
             raise ValueError("materials.fraction applies to generated spheres; with particles.file give each "
                              "sphere's material in a fifth CSV column instead")
-    pf = mats["pair_friction"]
-    if len(pf) % 3:
-        raise ValueError(f"materials.pair_friction must hold triples m1, m2, mu; got {len(pf)} numbers")
-    for t in range(0, len(pf), 3):
-        for m in pf[t:t + 2]:
-            if m != int(m) or not (0 <= m <= k):
-                raise ValueError(f"materials.pair_friction[{t}:{t + 2}] must be material indices in [0, {k}]; "
-                                 f"got {pf[t:t + 2]}")
+    for key, what in (("pair_friction", "mu"), ("pair_rolling_friction", "mu_r")):
+        pf = mats[key]
+        if len(pf) % 3:
+            raise ValueError(f"materials.{key} must hold triples m1, m2, {what}; got {len(pf)} numbers")
+        for t in range(0, len(pf), 3):
+            for m in pf[t:t + 2]:
+                if m != int(m) or not (0 <= m <= k):
+                    raise ValueError(f"materials.{key}[{t}:{t + 2}] must be material indices in [0, {k}]; "
+                                     f"got {pf[t:t + 2]}")
 
 
 def _check_size_distribution(config):
