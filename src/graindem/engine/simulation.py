@@ -35,6 +35,7 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
                            PAIR_INDEX, PAIR_INDEX_MAX, STATUS_DIVERGED, STATUS_PAIRS_FULL)
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
+from .deformable_setup import DeformableGrains
 from .history import reload_contacts, tangential_energy_sum
 from .loop import run_steps
 from .neighbours import build_pairs, refresh_constants
@@ -66,7 +67,7 @@ def _pos_finite(name, value, allow_zero=False):
     return value
 
 
-class Simulation:
+class Simulation(DeformableGrains):
     """A DEM simulation of spheres of one material.
 
     law: one of TANGENTIAL_LAWS. E (Pa), nu, mu, density (kg/m^3), xi (Jaeger approximation),
@@ -159,6 +160,7 @@ class Simulation:
         self._grain_batches = []
         self.grain_contact = None
         self.grains = None
+        self._init_deformable()  # deformable grains: engine.deformable_setup
 
     # ---------------------------------------------------------------- building
     def set_box(self, lo, hi, periodic=(False, False, False)):
@@ -696,6 +698,8 @@ class Simulation:
         """Allocate the state, validate the assembly and the time step, build the neighbour list."""
         if self.ready:
             return
+        if self._deform_batches:
+            return self._setup_deformable()
         if self._grain_batches:
             if self._positions:
                 raise ValueError("spheres and level-set grains in one run are not supported yet")
@@ -898,6 +902,8 @@ class Simulation:
                 raise ValueError(f"every must be >= 1, got {every}")
         if self.grains is not None:
             return self._run_grains(steps, callback, every, phase, stops)
+        if self.deformable is not None:
+            return self._run_deformable(steps, callback, every, phase, stops)
         done = 0
         t0 = time.perf_counter()
         while done < steps:
@@ -1111,6 +1117,8 @@ class Simulation:
         self.setup()
         if self.grains is not None:
             return self._grain_state_dict()
+        if self.deformable is not None:
+            return self._deformable_state_dict()
         d = {name: np.array(getattr(self, name)) for name in self.ARRAYS}
         for name, a in self.store.state_arrays().items():
             d["store_" + name] = np.array(a)
@@ -1161,6 +1169,10 @@ class Simulation:
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
         from ..io.checkpoint_check import validate_engine_state, validate_grain_state  # before anything runs
+        if isinstance(meta, dict) and meta.get("bodies") == "deformable":
+            if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
+                raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
+            return cls._deformable_from_state(arrays, meta, verbose)
         if isinstance(meta, dict) and meta.get("bodies") == "levelset":
             validate_grain_state(arrays, meta)
         else:
