@@ -46,7 +46,7 @@ from ..contact import deformable_contact as dc
 from ..contact.levelset_contact import coulomb_node_spring
 from ..core.cell import CELL_L, min_image
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
-from .levelset import (GC_NCP, GC_NEED, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
+from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
                        max_drift2, rebuild, update_rotations)
 
 PLANE = 0
@@ -515,7 +515,7 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
                             eps, epsdot, eps_off, hist_off, xw, vw, node_r)
         factor = factors[it]
         gctl[GC_NCP] = deformable_forces(
-            step, dt, factor, pairs, gctl[1], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_areas,
+            step, dt, factor, pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_areas,
             t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel, omega, rot, mass,
             motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque, gravity, cell, periodic,
             o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear, partner, last_step, pb_value,
@@ -670,7 +670,6 @@ class DeformableBodies:
             total = 8
         self.pb_value = np.zeros(total)
         self.pb_stamp = np.zeros(total, dtype=np.int64)
-        self.dt_factors = None
 
     def reset_window(self):
         self.acc_ofor = np.zeros_like(self.o_point)

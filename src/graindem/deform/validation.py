@@ -256,10 +256,10 @@ def single_sphere_compaction(rate=0.0004, eps_max=0.16, mode_file=None, contact_
     tpl = compaction_sphere(mode_file) if template is None else template
     r = SPHERE_RADIUS
     response = appendix_b_response(r)
-    c, beta_t = _modal_damping(response, modal_mass, damping_ratio, damping_law)
+    c, beta_t = modal_damping_for(response, modal_mass, damping_ratio, damping_law)
     plan = _wall_schedule(schedule, r * eps_max, rate * r, tau, eps0, r, start)
     e0 = plan["eps_start"]
-    walls = _box_walls(r * (1.0 - e0))
+    walls = box_walls(r * (1.0 - e0))
     mass = 1.0 * tpl.volume
     if contact_damping is None:
         # about critical for the rigid translation against one wall's contact at the final patch size
@@ -307,7 +307,7 @@ def _wall_schedule(kind, u_end, speed, tau, eps0, length, start="equilibrium"):
             "describe": plan.describe()}
 
 
-def _box_walls(half):
+def box_walls(half):
     """Six planes (point, inward normal, unit velocity along it) at ±``half`` on the axes, in the order
     +x, −x, +y, −y, +z, −z; with a travel s(t) each moves inward by s(t)."""
     walls = []
@@ -321,7 +321,7 @@ def _box_walls(half):
     return walls
 
 
-def _modal_damping(response, modal_mass, damping_ratio, damping_law):
+def modal_damping_for(response, modal_mass, damping_ratio, damping_law):
     """(constant C matrix or None, β of C = β K_t(ε)) for ζ = damping_ratio at the largest tangent."""
     if damping_law not in ("tangent", "constant"):
         raise ValueError(f"damping_law must be 'tangent' or 'constant', got {damping_law!r}")
@@ -374,7 +374,7 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
     tpl = compaction_sphere(mode_file) if template is None else template
     r = SPHERE_RADIUS
     response = appendix_b_response(r)
-    c, beta_t = _modal_damping(response, modal_mass, damping_ratio, damping_law)
+    c, beta_t = modal_damping_for(response, modal_mass, damping_ratio, damping_law)
     if int(n_side) != n_side or n_side < 1:
         raise ValueError(f"n_side must be an integer >= 1, got {n_side}")
     grid = (np.arange(n_side) - 0.5 * (n_side - 1)) * 2 * r
@@ -384,7 +384,7 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
     plan = _wall_schedule(schedule, n_side * r * eps_max, n_side * rate * r, tau, eps0, n_side * r, start)
     e0 = plan["eps_start"]
     positions = positions * (1.0 - e0)
-    walls = _box_walls(n_side * r * (1.0 - e0))
+    walls = box_walls(n_side * r * (1.0 - e0))
     mass = 1.0 * tpl.volume
     if contact_damping is None:
         contact_damping = 2.0 * np.sqrt(contact_stiffness * mass / (np.pi * (0.5 * r) ** 2))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
-from ..bodies.levelset import MOTIONS
+from ..bodies.levelset import GC_STEP, MOTIONS
 from ..core.layout import CTL_DT, CTL_G, CTL_SKIN, ICTL_PERIODIC, ICTL_STEP, N_CTL, N_ICTL
 from ..contact import state as S
 
@@ -315,7 +315,7 @@ class DeformableGrains:
             d.run(chunk, self.dt, self._travel_factors(chunk), self.gravity, self.cell, self.periodic)
             self.walls[:, 0:3] = d.o_point[:n_walls]
             done += chunk
-            self.ictl[ICTL_STEP] = d.gctl[0]
+            self.ictl[ICTL_STEP] = d.gctl[GC_STEP]
             if callback is not None and every is not None and (self.step_count - phase) % every == 0:
                 callback(self)
             stops.after_chunk(chunk, self.step_count)
