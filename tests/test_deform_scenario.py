@@ -53,3 +53,15 @@ def test_bad_scenario_is_refused(tmp_path, capsys, text, match):
     assert main(["run", str(scenario), "--out", str(tmp_path / "o")]) == 2
     assert match in capsys.readouterr().err
     assert not (tmp_path / "o" / "checkpoint.h5").exists()
+
+
+def test_example_file_validates_and_runs_a_few_steps(tmp_path):
+    from pathlib import Path
+
+    from graindem.scenarios import deformable_compaction
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "deformable_compaction.toml"
+    config = deformable_compaction.load(example)
+    assert config["grains"]["n_side"] ** 3 >= 27
+    summary = deformable_compaction.run_file(example, tmp_path, steps=3, quiet=True)
+    assert summary["kinds"] == {"deformable": 27} and (tmp_path / "checkpoint.h5").exists()

@@ -87,6 +87,29 @@ def _point_force(g, fx, fy, fz, lx, ly, lz, force, torque):
     torque[g, 2] += lx * fy - ly * fx
 
 
+@njit(inline="always")
+def _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemodes, gen):
+    """gen += Φ(X_k)ᵀ Rᵀ f for node k of grain g (its template's node modes from offset mo)."""
+    f0 = rot[g, 0, 0] * fx + rot[g, 1, 0] * fy + rot[g, 2, 0] * fz
+    f1 = rot[g, 0, 1] * fx + rot[g, 1, 1] * fy + rot[g, 2, 1] * fz
+    f2 = rot[g, 0, 2] * fx + rot[g, 1, 2] * fy + rot[g, 2, 2] * fz
+    for m in range(nm):
+        q = mo + (m * n_nodes + k) * 3
+        gen[e0 + m] += t_nodemodes[q] * f0 + t_nodemodes[q + 1] * f1 + t_nodemodes[q + 2] * f2
+
+
+@njit(inline="always")
+def _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f):
+    """Keep contact point n_cp (node s) and its force for output, while there is room; returns n_cp + 1."""
+    if n_cp < cp_x.shape[0]:
+        for d in range(3):
+            cp_x[n_cp, d] = xw[s, d]
+        cp_f[n_cp, 0] = fx
+        cp_f[n_cp, 1] = fy
+        cp_f[n_cp, 2] = fz
+    return n_cp + 1
+
+
 @njit
 def node_kinematics(t_nodes, t_node_off, t_nmodes, t_nodemodes, t_nodemode_off, tmpl, pos, vel, omega, rot, eps,
                     epsdot, eps_off, hist_off, xw, vw, node_r):
@@ -242,19 +265,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 o_force[o, 1] -= fy
                 o_force[o, 2] -= fz
                 energy[E_WALL_WORK] += (fx * wvx + fy * wvy + fz * wvz) * dt
-                f0 = rot[g, 0, 0] * fx + rot[g, 1, 0] * fy + rot[g, 2, 0] * fz
-                f1 = rot[g, 0, 1] * fx + rot[g, 1, 1] * fy + rot[g, 2, 1] * fz
-                f2 = rot[g, 0, 2] * fx + rot[g, 1, 2] * fy + rot[g, 2, 2] * fz
-                for m in range(nm):
-                    q = mo + (m * n_nodes + k) * 3
-                    gen[e0 + m] += t_nodemodes[q] * f0 + t_nodemodes[q + 1] * f1 + t_nodemodes[q + 2] * f2
-                if n_cp < cp_x.shape[0]:
-                    for d in range(3):
-                        cp_x[n_cp, d] = xw[s, d]
-                    cp_f[n_cp, 0] = fx
-                    cp_f[n_cp, 1] = fy
-                    cp_f[n_cp, 2] = fz
-                n_cp += 1
+                _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemodes, gen)
+                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
     # ---- grain pairs: nodes of the slave in the master's deformed level set
     n_iter = dictl[DI_ITER]
     newton = dictl[DI_NEWTON] != 0
@@ -372,25 +384,14 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                     continue
                 _point_force(sg, fx, fy, fz, xw[s, 0] - pos[sg, 0], xw[s, 1] - pos[sg, 1], xw[s, 2] - pos[sg, 2],
                              force, torque)
-                f0 = rot[sg, 0, 0] * fx + rot[sg, 1, 0] * fy + rot[sg, 2, 0] * fz
-                f1 = rot[sg, 0, 1] * fx + rot[sg, 1, 1] * fy + rot[sg, 2, 1] * fz
-                f2 = rot[sg, 0, 2] * fx + rot[sg, 1, 2] * fy + rot[sg, 2, 2] * fz
-                for m in range(nms):
-                    qq = mos + (m * n_nodes_s + k) * 3
-                    gen[es + m] += t_nodemodes[qq] * f0 + t_nodemodes[qq + 1] * f1 + t_nodemodes[qq + 2] * f2
+                _node_generalized_force(sg, k, n_nodes_s, nms, mos, es, fx, fy, fz, rot, t_nodemodes, gen)
                 _point_force(mg, -fx, -fy, -fz, dx, dy, dz, force, torque)
                 f0 = -(rot[mg, 0, 0] * fx + rot[mg, 1, 0] * fy + rot[mg, 2, 0] * fz)
                 f1 = -(rot[mg, 0, 1] * fx + rot[mg, 1, 1] * fy + rot[mg, 2, 1] * fz)
                 f2 = -(rot[mg, 0, 2] * fx + rot[mg, 1, 2] * fy + rot[mg, 2, 2] * fz)
                 for m in range(nmm):
                     gen[em + m] += mode_ref[m, 0] * f0 + mode_ref[m, 1] * f1 + mode_ref[m, 2] * f2
-                if n_cp < cp_x.shape[0]:
-                    for d in range(3):
-                        cp_x[n_cp, d] = xw[s, d]
-                    cp_f[n_cp, 0] = fx
-                    cp_f[n_cp, 1] = fy
-                    cp_f[n_cp, 2] = fz
-                n_cp += 1
+                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
     return n_cp
 
 

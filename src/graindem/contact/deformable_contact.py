@@ -25,21 +25,26 @@ from .._jit import njit
 from ..core.grid import trilinear
 
 
-@njit
-def mode_at(table, m, ox, oy, oz, inv_h, nx, ny, nz, px, py, pz):
-    """Trilinear value of mode m of the node table at body point p: (ux, uy, uz).
-
-    Returned as scalars: an array here was a heap allocation per call, two calls per contact and mode.
-    """
+@njit(inline="always")
+def grid_cell(ox, oy, oz, inv_h, nx, ny, nz, px, py, pz):
+    """The grid cell (i, j, k) holding point p, clamped to the grid (the clamped cell's extrapolation
+    outside), and p's local coordinates (tx, ty, tz) in it."""
     gx = (px - ox) * inv_h
     gy = (py - oy) * inv_h
     gz = (pz - oz) * inv_h
     i = min(max(int(np.floor(gx)), 0), nx - 2)
     j = min(max(int(np.floor(gy)), 0), ny - 2)
     k = min(max(int(np.floor(gz)), 0), nz - 2)
-    tx = gx - i
-    ty = gy - j
-    tz = gz - k
+    return i, j, k, gx - i, gy - j, gz - k
+
+
+@njit
+def mode_at(table, m, ox, oy, oz, inv_h, nx, ny, nz, px, py, pz):
+    """Trilinear value of mode m of the node table at body point p: (ux, uy, uz).
+
+    Returned as scalars: an array here was a heap allocation per call, two calls per contact and mode.
+    """
+    i, j, k, tx, ty, tz = grid_cell(ox, oy, oz, inv_h, nx, ny, nz, px, py, pz)
     ux = 0.0
     uy = 0.0
     uz = 0.0
@@ -63,15 +68,7 @@ def mode_at(table, m, ox, oy, oz, inv_h, nx, ny, nz, px, py, pz):
 def displacement_at(table, eps, ox, oy, oz, inv_h, px, py, pz):
     """u(p) = Σ_m ε_m Φ_m(p), Φ trilinear in the node table (n_modes, nx, ny, nz, 3)."""
     n_modes, nx, ny, nz, _ = table.shape
-    gx = (px - ox) * inv_h
-    gy = (py - oy) * inv_h
-    gz = (pz - oz) * inv_h
-    i = min(max(int(np.floor(gx)), 0), nx - 2)
-    j = min(max(int(np.floor(gy)), 0), ny - 2)
-    k = min(max(int(np.floor(gz)), 0), nz - 2)
-    tx = gx - i
-    ty = gy - j
-    tz = gz - k
+    i, j, k, tx, ty, tz = grid_cell(ox, oy, oz, inv_h, nx, ny, nz, px, py, pz)
     ux = 0.0
     uy = 0.0
     uz = 0.0
@@ -96,15 +93,7 @@ def displacement_and_gradient(table, eps, ox, oy, oz, inv_h, px, py, pz):
     Returns (ux, uy, uz, J00, J01, J02, J10, J11, J12, J20, J21, J22), the gradient of p's own cell.
     """
     n_modes, nx, ny, nz, _ = table.shape
-    gx = (px - ox) * inv_h
-    gy = (py - oy) * inv_h
-    gz = (pz - oz) * inv_h
-    i = min(max(int(np.floor(gx)), 0), nx - 2)
-    j = min(max(int(np.floor(gy)), 0), ny - 2)
-    k = min(max(int(np.floor(gz)), 0), nz - 2)
-    tx = gx - i
-    ty = gy - j
-    tz = gz - k
+    i, j, k, tx, ty, tz = grid_cell(ox, oy, oz, inv_h, nx, ny, nz, px, py, pz)
     ux = 0.0
     uy = 0.0
     uz = 0.0
@@ -220,15 +209,7 @@ def pullback_phi(phi0, table, eps, ox, oy, oz, h, px, py, pz, n_iter, newton, ca
     nx, ny, nz = phi0.shape
     n_modes = table.shape[0]
     inv_h = 1.0 / h
-    gx = (px - ox) * inv_h
-    gy = (py - oy) * inv_h
-    gz = (pz - oz) * inv_h
-    i = min(max(int(np.floor(gx)), 0), nx - 2)
-    j = min(max(int(np.floor(gy)), 0), ny - 2)
-    k = min(max(int(np.floor(gz)), 0), nz - 2)
-    tx = gx - i
-    ty = gy - j
-    tz = gz - k
+    i, j, k, tx, ty, tz = grid_cell(ox, oy, oz, inv_h, nx, ny, nz, px, py, pz)
     # the corner loop is written out here, not delegated to a per-corner function: numba passes every
     # array argument as a multi-field struct, and eight such calls per query cost several times the
     # first-order pull-back itself (measured 1.26 µs against 0.15 µs per query)
