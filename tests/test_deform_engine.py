@@ -200,3 +200,14 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     assert set(straight) == set(restarted)
     for name in straight:
         np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+
+
+def test_divergence_names_the_grains(sphere):
+    from graindem.engine.simulation import Diverged
+
+    sim = two_spheres(sphere, gap=-0.5, speed=0.0)
+    sim.dt_requested = 1.0       # far above the critical step of the node contacts
+    sim.allow_unstable_dt = True
+    with pytest.raises(Diverged, match=r"deformable grain\(s\) \[0, 1\]") as info:
+        sim.run(200)
+    assert info.value.particles == [0, 1]

@@ -15,6 +15,7 @@ from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
 from ..bodies.levelset import GC_STEP, MOTIONS
 from ..core.layout import CTL_DT, CTL_G, CTL_SKIN, ICTL_PERIODIC, ICTL_STEP, N_CTL, N_ICTL
 from ..contact import state as S
+from ..core.checks import positive_finite, vec3
 
 PULLBACKS = ("point", "corners")
 INVERSE_METHODS = ("newton", "fixed_point")
@@ -168,15 +169,13 @@ class DeformableGrains:
     def add_cylinder(self, point, axis, radius, velocity=(0.0, 0.0, 0.0)):
         """An infinite rigid cylinder (axis through `point`, direction `axis`, `radius`) that grains stay
         outside of, moving at `velocity`; returns its index among the cylinders (`obstacle_row`)."""
-        from .simulation import _pos_finite, _vec3
-
         self._check_not_ready()
-        p = _vec3("point", point)
-        a = _vec3("axis", axis)
+        p = vec3("point", point)
+        a = vec3("axis", axis)
         if not np.linalg.norm(a) > 0:
             raise ValueError("axis must be a non-zero vector")
-        r = _pos_finite("radius", radius)
-        self._cylinders.append((CYLINDER, p, a / np.linalg.norm(a), r, _vec3("velocity", velocity)))
+        r = positive_finite("radius", radius)
+        self._cylinders.append((CYLINDER, p, a / np.linalg.norm(a), r, vec3("velocity", velocity)))
         return len(self._cylinders) - 1
 
     def obstacle_row(self, kind, index):
@@ -206,10 +205,8 @@ class DeformableGrains:
         `pullback_cache`), `inverse_iterations` refinements by `inverse_method` ("newton" or
         "fixed_point"); `contact_area`: the patch area of the stiffest expected contact for the
         critical time step (default: the largest node area)."""
-        from .simulation import _pos_finite
-
-        k = _pos_finite("stiffness", stiffness)
-        c = _pos_finite("damping", damping, allow_zero=True)
+        k = positive_finite("stiffness", stiffness)
+        c = positive_finite("damping", damping, allow_zero=True)
         kt_ratio = float(kt_ratio)
         if not math.isfinite(kt_ratio) or not (0 < kt_ratio <= 10):
             raise ValueError(f"kt_ratio must lie in (0, 10], got {kt_ratio!r}")
@@ -224,7 +221,7 @@ class DeformableGrains:
         if pullback == "point" and pullback_cache:
             raise ValueError("pullback_cache applies to pullback='corners' only (a point-wise pull-back has no grid "
                              "node values to reuse)")
-        area = None if contact_area is None else _pos_finite("contact_area", contact_area)
+        area = None if contact_area is None else positive_finite("contact_area", contact_area)
         self.deform_contact = {"stiffness": k, "damping": c, "kt_ratio": kt_ratio, "contact": contact,
                                "pullback": pullback, "inverse_iterations": int(inverse_iterations),
                                "inverse_method": inverse_method, "pullback_cache": bool(pullback_cache),
@@ -301,7 +298,26 @@ class DeformableGrains:
         s = np.asarray(travel(t_set + self.dt * k), dtype=np.float64)
         return np.ascontiguousarray(np.diff(s) / self.dt)
 
-    def _run_deformable(self, steps, callback, every, phase, stops):
+    def _check_deformable(self, on_diverge):
+        """Raise Diverged naming the grains whose state is not finite or whose deformed nodes reach
+        more than twice their template's radius from the centre (a modal blow-up)."""
+        from .simulation import Diverged
+
+        d = self.deformable
+        finite = np.isfinite(d.pos).all(axis=1) & np.isfinite(d.vel).all(axis=1) & np.isfinite(d.angmom).all(axis=1)
+        finite &= np.array([np.isfinite(d.eps_of(g)).all() for g in range(d.n)], dtype=bool)
+        swollen = ~(d.node_r <= 2.0 * d.t_radius[d.tmpl])
+        bad = np.flatnonzero(~finite | swollen)
+        if bad.size == 0:
+            return
+        msg = (f"run diverged at step {self.step_count}: deformable grain(s) {bad[:20].tolist()} have a non-finite "
+               "state or nodes beyond twice their radius (time step too large for the contact or modal stiffness?)")
+        ckpt = on_diverge(self) if on_diverge is not None else None
+        if ckpt is not None:
+            msg += f"; checkpoint written to {ckpt}"
+        raise Diverged(msg, bad[:20].tolist(), (), ckpt)
+
+    def _run_deformable(self, steps, callback, every, phase, stops, on_diverge=None):
         import time
         t0 = time.perf_counter()
         done = 0
@@ -316,6 +332,7 @@ class DeformableGrains:
             self.walls[:, 0:3] = d.o_point[:n_walls]
             done += chunk
             self.ictl[ICTL_STEP] = d.gctl[GC_STEP]
+            self._check_deformable(on_diverge)
             if callback is not None and every is not None and (self.step_count - phase) % every == 0:
                 callback(self)
             stops.after_chunk(chunk, self.step_count)

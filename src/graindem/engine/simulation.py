@@ -36,6 +36,7 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 from .deformable_setup import DeformableGrains
+from ..core.checks import positive_finite, vec3
 from .history import reload_contacts, tangential_energy_sum
 from .loop import run_steps
 from .neighbours import build_pairs, refresh_constants
@@ -53,18 +54,8 @@ class Diverged(RuntimeError):
         self.checkpoint = checkpoint
 
 
-def _vec3(name, v):
-    a = np.asarray(v, dtype=np.float64).reshape(-1)
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be 3 finite numbers, got {v!r}")
-    return a
-
-
-def _pos_finite(name, value, allow_zero=False):
-    value = float(value)
-    if not math.isfinite(value) or value < 0.0 or (value == 0.0 and not allow_zero):
-        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
-    return value
+_vec3 = vec3
+_pos_finite = positive_finite
 
 
 class Simulation(DeformableGrains):
@@ -903,7 +894,7 @@ class Simulation(DeformableGrains):
         if self.grains is not None:
             return self._run_grains(steps, callback, every, phase, stops)
         if self.deformable is not None:
-            return self._run_deformable(steps, callback, every, phase, stops)
+            return self._run_deformable(steps, callback, every, phase, stops, on_diverge)
         done = 0
         t0 = time.perf_counter()
         while done < steps:
