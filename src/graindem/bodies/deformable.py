@@ -45,9 +45,10 @@ from .._jit import njit
 from ..contact import deformable_contact as dc
 from ..contact.levelset_contact import coulomb_node_spring
 from ..core.cell import CELL_L, min_image
-from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
+from ..core.rotations import free_rotor, quat_to_matrix, turn_by_world_spin
 from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
-                       max_drift2, rebuild, update_rotations)
+                       initial_motion, max_drift2, rebuild, update_rotations,
+                       write_surfaces_and_contacts)
 
 PLANE = 0
 CYLINDER = 1
@@ -609,14 +610,7 @@ class DeformableBodies:
         self.epsdot = np.concatenate([b["epsdot"] for b in batches]).astype(np.float64)
         self.gen = np.zeros_like(self.eps)
         self.rot = np.zeros((G, 3, 3))
-        self.angmom = np.zeros((G, 3))
-        for g in range(G):
-            if self.motion[g] == MOTION_DYNAMIC:
-                R = quat_matrix(self.quat[g])
-                self.angmom[g] = R @ (self.inertia[g] * (R.T @ self.omega[g]))
-            elif self.motion[g] == MOTION_FIXED:
-                self.vel[g] = 0.0
-                self.omega[g] = 0.0
+        self.angmom = initial_motion(self.quat, self.inertia, self.motion, self.vel, self.omega)
         n_nodes = np.diff(self.t_node_off)[self.tmpl]
         self.hist_off = _offsets(n_nodes.tolist())[:-1]
         H = int(n_nodes.sum())
@@ -819,15 +813,10 @@ class DeformableBodies:
 
     def write_vtk(self, prefix):
         """Write `prefix`_surfaces.vtu (deformed grain surfaces) and `prefix`_contacts.vtu."""
-        from ..io import vtk
-
         if self.templates is None:
             raise ValueError("the surface meshes are not part of a checkpoint: add the templates again to write "
                              "surfaces after a restart")
-        v, f, gid = self.surfaces()
-        vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
-        x, fc = self.contact_points()
-        vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
+        write_surfaces_and_contacts(self, prefix)
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):

@@ -51,6 +51,20 @@ GC_NREBUILDS = 4
 N_GC = 5
 
 
+def initial_motion(quat, inertia, motion, vel, omega):
+    """World angular momenta R I Rᵀ ω of the dynamic grains (zero for the others); fixed grains' vel
+    and omega are set to zero in place."""
+    angmom = np.zeros((len(quat), 3))
+    for g in range(len(quat)):
+        if motion[g] == MOTION_DYNAMIC:
+            R = quat_matrix(quat[g])
+            angmom[g] = R @ (inertia[g] * (R.T @ omega[g]))
+        elif motion[g] == MOTION_FIXED:
+            vel[g] = 0.0
+            omega[g] = 0.0
+    return angmom
+
+
 @njit
 def update_rotations(quat, rot, angmom, inertia, omega, motion):
     """Renormalise the orientations, refresh R(q) and, for dynamic grains, omega = R I^-1 R^T L."""
@@ -351,14 +365,7 @@ class LevelSetBodies:
         self.radius = self.t_radius[self.tmpl] + 2.0 * self.t_h[self.tmpl]
         G = len(self.pos)
         self.rot = np.zeros((G, 3, 3))
-        self.angmom = np.zeros((G, 3))
-        for g in range(G):
-            if self.motion[g] == MOTION_DYNAMIC:
-                R = quat_matrix(self.quat[g])
-                self.angmom[g] = R @ (self.inertia[g] * (R.T @ self.omega[g]))
-            elif self.motion[g] == MOTION_FIXED:
-                self.vel[g] = 0.0
-                self.omega[g] = 0.0
+        self.angmom = initial_motion(self.quat, self.inertia, self.motion, self.vel, self.omega)
         n_hist = np.array([T[t].n_nodes for t in self.tmpl], dtype=np.int64)
         self.hist_off = np.concatenate([[0], np.cumsum(n_hist)[:-1]]).astype(np.int64)
         H = int(n_hist.sum())
@@ -471,12 +478,7 @@ class LevelSetBodies:
 
     def write_vtk(self, prefix):
         """Write `prefix`_surfaces.vtu (grain surfaces) and `prefix`_contacts.vtu (contact points)."""
-        from ..io import vtk
-
-        v, f, gid = self.surfaces()
-        vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
-        x, fc = self.contact_points()
-        vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
+        write_surfaces_and_contacts(self, prefix)
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
@@ -492,6 +494,17 @@ class LevelSetBodies:
             setattr(self, name, np.ascontiguousarray(np.array(arrays["grain_" + name])))
         self._scratch()
         return self
+
+
+def write_surfaces_and_contacts(bodies, prefix):
+    """`prefix`_surfaces.vtu (bodies.surfaces(): vertices, triangles, grain per vertex) and
+    `prefix`_contacts.vtu (bodies.contact_points(): points and forces)."""
+    from ..io import vtk
+
+    v, f, gid = bodies.surfaces()
+    vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
+    x, fc = bodies.contact_points()
+    vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
 
 
 def _wall_planes(walls):

@@ -339,42 +339,22 @@ class DeformableGrains:
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
 
-    DEFORM_ARRAYS = ("cell", "ctl", "ictl", "walls", "L0", "materials", "mu_pair")
-
     def _deformable_state_dict(self):
-        from .simulation import SCHEMA_VERSION
-
-        d = {name: np.array(getattr(self, name)) for name in self.DEFORM_ARRAYS}
+        d, meta = self._kind_state("deformable")
         d.update(self.deformable.state_arrays())
-        meta = {"schema_version": SCHEMA_VERSION, "bodies": "deformable", "law": self.law_name, "E": self.E,
-                "nu": self.nu, "mu": self.mu, "density": self.density, "skin": self.skin,
-                "periodic": [bool(p) for p in self.periodic], "box_lo": self.box_lo.tolist(),
-                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit,
-                "deform_contact": dict(self.deform_contact),
-                "critical_steps": dict(self.deformable_critical_steps)}
+        meta["deform_contact"] = dict(self.deform_contact)
+        meta["critical_steps"] = dict(self.deformable_critical_steps)
         return d, meta
 
     @classmethod
     def _deformable_from_state(cls, arrays, meta, verbose):
-        missing = [n for n in cls.DEFORM_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE)
+        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE)
                    if n not in arrays]
         if missing or not isinstance(meta.get("deform_contact"), dict):
             raise ValueError(f"checkpoint of deformable grains lacks {missing or ['metadata deform_contact']}")
-        sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
-                  verbose=verbose)
-        for name in cls.DEFORM_ARRAYS:
-            setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
+        sim = cls._kind_from_state(arrays, meta, verbose)
         sim.deformable = DeformableBodies.from_state(arrays)
         sim.deform_contact = dict(meta["deform_contact"])
         sim.deformable_critical_steps = dict(meta["critical_steps"])
-        sim.periodic = np.array(meta["periodic"], dtype=bool)
-        sim.box_lo = np.array(meta["box_lo"])
-        sim.box_hi = np.array(meta["box_hi"])
-        sim._box_set = True
-        sim.skin = meta["skin"]
-        sim.dt_crit = meta["dt_crit"]
-        sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
-        sim.n = 0
-        sim.ready = True
         return sim
 

@@ -1129,23 +1129,22 @@ class Simulation(DeformableGrains):
 
     GRAIN_ARRAYS = ("cell", "ctl", "ictl", "walls", "L0", "materials", "mu_pair")
 
-    def _grain_state_dict(self):
+    def _kind_state(self, bodies):
+        """The arrays GRAIN_ARRAYS and the metadata a run of shaped grains (`bodies` kind) shares."""
         d = {name: np.array(getattr(self, name)) for name in self.GRAIN_ARRAYS}
-        d.update(self.grains.state_arrays())
-        meta = {"schema_version": SCHEMA_VERSION, "bodies": "levelset", "law": self.law_name, "E": self.E,
+        meta = {"schema_version": SCHEMA_VERSION, "bodies": bodies, "law": self.law_name, "E": self.E,
                 "nu": self.nu, "mu": self.mu, "density": self.density, "skin": self.skin,
                 "periodic": [bool(p) for p in self.periodic], "box_lo": self.box_lo.tolist(),
-                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit, "grain_contact": dict(self.grain_contact)}
+                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit}
         return d, meta
 
     @classmethod
-    def _grains_from_state(cls, arrays, meta, verbose):
+    def _kind_from_state(cls, arrays, meta, verbose):
+        """A ready Simulation with the arrays and settings `_kind_state` wrote (the bodies still to add)."""
         sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
                   verbose=verbose)
         for name in cls.GRAIN_ARRAYS:
             setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
-        sim.grains = LevelSetBodies.from_state(arrays)
-        sim.grain_contact = dict(meta["grain_contact"])
         sim.periodic = np.array(meta["periodic"], dtype=bool)
         sim.box_lo = np.array(meta["box_lo"])
         sim.box_hi = np.array(meta["box_hi"])
@@ -1155,6 +1154,19 @@ class Simulation(DeformableGrains):
         sim.gravity = sim.ctl[CTL_G:CTL_G + 3].copy()
         sim.n = 0
         sim.ready = True
+        return sim
+
+    def _grain_state_dict(self):
+        d, meta = self._kind_state("levelset")
+        d.update(self.grains.state_arrays())
+        meta["grain_contact"] = dict(self.grain_contact)
+        return d, meta
+
+    @classmethod
+    def _grains_from_state(cls, arrays, meta, verbose):
+        sim = cls._kind_from_state(arrays, meta, verbose)
+        sim.grains = LevelSetBodies.from_state(arrays)
+        sim.grain_contact = dict(meta["grain_contact"])
         return sim
 
     @classmethod
