@@ -129,11 +129,15 @@ class DeformableGrains:
         if motion not in MOTIONS:
             raise ValueError(f"motion must be one of {sorted(MOTIONS)}, got {motion!r}")
         self._check_material_index(material)
-        key = (id(template), id(modes), id(response), np.asarray(modal_mass, dtype=np.float64).tobytes(),
+        # the objects themselves are kept (compared by identity): an id() alone could be reused by a new
+        # object once the first is collected
+        key = (template, modes, response, np.asarray(modal_mass, dtype=np.float64).tobytes(),
                np.asarray(modal_damping if modal_damping is not None else 0.0, dtype=np.float64).tobytes(),
                float(tangent_damping))
-        if key in self._deform_keys:
-            index = self._deform_keys.index(key)
+        same = [k for k, old in enumerate(self._deform_keys)
+                if all(a is b for a, b in zip(old[:3], key[:3])) and old[3:] == key[3:]]
+        if same:
+            index = same[0]
         else:
             self._deform_templates.append(template_record(template, modes, modal_mass, response, modal_damping,
                                                           tangent_damping))
@@ -328,6 +332,7 @@ class DeformableGrains:
             if every is not None:
                 chunk = min(chunk, every - (self.step_count - phase) % every)
             stops.start_chunk()
+            d.o_vel[:n_walls] = self.walls[:, 6:9]   # set_wall_velocity acts from the next step on
             d.run(chunk, self.dt, self._travel_factors(chunk), self.gravity, self.cell, self.periodic)
             self.walls[:, 0:3] = d.o_point[:n_walls]
             done += chunk
