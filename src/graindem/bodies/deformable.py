@@ -47,7 +47,7 @@ from ..contact.levelset_contact import coulomb_node_spring
 from ..core.cell import CELL_L, min_image
 from ..core.rotations import free_rotor, quat_to_matrix, turn_by_world_spin
 from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
-                       initial_motion, max_drift2, rebuild, update_rotations,
+                       initial_motion, max_drift2, rebuild, rigid_kinetic_energy, update_rotations,
                        write_surfaces_and_contacts)
 
 PLANE = 0
@@ -731,12 +731,7 @@ class DeformableBodies:
 
     def kinetic_energy(self):
         """Translational + rotational kinetic energy of the dynamic grains (reference inertia)."""
-        dyn = self.motion == MOTION_DYNAMIC
-        e = 0.5 * np.sum(self.mass[dyn] * np.sum(self.vel[dyn] ** 2, axis=1))
-        for g in np.flatnonzero(dyn):
-            Lb = self.rot[g].T @ self.angmom[g]
-            e += 0.5 * np.sum(Lb * Lb / self.inertia[g])
-        return float(e)
+        return rigid_kinetic_energy(self.mass, self.vel, self.rot, self.angmom, self.inertia, self.motion)
 
     def _block(self, name, t):
         n = int(self.t_nmodes[t])

@@ -437,12 +437,7 @@ class LevelSetBodies:
     # ---------------------------------------------------------------- diagnostics (read-only)
     def kinetic_energy(self):
         """Translational + rotational kinetic energy of the dynamic grains."""
-        dyn = self.motion == MOTION_DYNAMIC
-        e = 0.5 * np.sum(self.mass[dyn] * np.sum(self.vel[dyn] ** 2, axis=1))
-        for g in np.flatnonzero(dyn):
-            Lb = self.rot[g].T @ self.angmom[g]
-            e += 0.5 * np.sum(Lb * Lb / self.inertia[g])
-        return float(e)
+        return rigid_kinetic_energy(self.mass, self.vel, self.rot, self.angmom, self.inertia, self.motion)
 
     def contact_energy(self):
         """Normal penalty energy sum k_i delta_i^2 / 2 at the last force evaluation."""
@@ -494,6 +489,17 @@ class LevelSetBodies:
             setattr(self, name, np.ascontiguousarray(np.array(arrays["grain_" + name])))
         self._scratch()
         return self
+
+
+def rigid_kinetic_energy(mass, vel, rot, angmom, inertia, motion):
+    """Translational + rotational kinetic energy of the dynamic grains, ½ m v² + ½ Lbᵀ I⁻¹ Lb with the
+    body-frame angular momentum Lb = Rᵀ L."""
+    dyn = motion == MOTION_DYNAMIC
+    e = 0.5 * np.sum(mass[dyn] * np.sum(vel[dyn] ** 2, axis=1))
+    for g in np.flatnonzero(dyn):
+        Lb = rot[g].T @ angmom[g]
+        e += 0.5 * np.sum(Lb * Lb / inertia[g])
+    return float(e)
 
 
 def write_surfaces_and_contacts(bodies, prefix):
