@@ -160,20 +160,21 @@ def test_tangent_damping_equals_constant_damping_for_a_linear_table():
     # C(ε) = β dF/dε: with a straight-line table the tangent is the constant k everywhere, so the
     # state-dependent damping must reproduce the constant C = βk run step for step (the constant
     # damped leapfrog is checked against the closed form above)
-    from graindem.deform.engine import DeformableScene
     from graindem.deform.scenes import compaction_sphere
+    from graindem.deform.validation import deformable_simulation
 
     tpl = compaction_sphere(n_nodes=50)
     m, k, beta = 2.0, 50.0, 0.02
     table = TabulatedForce([0.0, 0.5, 1.0], [0.0, 0.5 * k, k])
     runs = []
     for kwargs in ({"modal_damping": [[beta * k]]}, {"tangent_damping": beta}):
-        scene = DeformableScene(tpl, [[0.0, 0.0, 0.0]], [[m]], table, **kwargs)
-        scene.eps[0, 0] = 0.3
-        runs.append(scene.run(3000, 1e-3, record_every=10)["eps"][:, 0, 0])
+        sim = deformable_simulation(tpl, [[0.0, 0.0, 0.0]], [[m]], table, dt=1e-3, eps=[0.3], **kwargs)
+        eps = []
+        sim.run(3000, callback=lambda s: eps.append(s.deformable.eps[0]), every=10)
+        runs.append(np.array(eps))
     assert np.abs(runs[0]).max() > 0.1        # it oscillates (ζ = βω/2 = 0.05)
     assert np.allclose(runs[0], runs[1], rtol=0, atol=1e-13)
     with pytest.raises(ValueError, match="tangent_damping"):
-        DeformableScene(tpl, [[0.0, 0.0, 0.0]], [[m]], LinearResponse([[k]]), tangent_damping=beta)
+        deformable_simulation(tpl, [[0.0, 0.0, 0.0]], [[m]], LinearResponse([[k]]), tangent_damping=beta)
     with pytest.raises(ValueError, match="tangent_damping"):
-        DeformableScene(tpl, [[0.0, 0.0, 0.0]], [[m]], table, tangent_damping=-1.0)
+        deformable_simulation(tpl, [[0.0, 0.0, 0.0]], [[m]], table, tangent_damping=-1.0)

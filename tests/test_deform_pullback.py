@@ -12,13 +12,12 @@ import pytest
 from scipy.interpolate import RegularGridInterpolator
 from scipy.optimize import root
 
-from graindem.deform.engine import DeformableScene, Obstacle
 from graindem.deform.grid import GridField
 from graindem.deform.levelset_update import SemiLagrangianLevelSet
 from graindem.deform.modes import AnalyticMode, tabulate_modes
 from graindem.deform.response import LinearResponse
 from graindem.deform.scenes import StandinCompactionMode, compaction_sphere
-from graindem.deform.validation import WallSchedule
+from graindem.deform.validation import WallSchedule, deformable_simulation
 
 R = 8.0
 EPS = np.array([0.16, 0.5])
@@ -117,15 +116,15 @@ def test_engine_cached_newton_run_equals_uncached():
     tpl = compaction_sphere(n_nodes=100)
     results = []
     for cache in (False, True):
-        walls = [Obstacle.plane((-19.8, 0, 0), (1, 0, 0), velocity=(0.05, 0, 0)),
-                 Obstacle.plane((19.8, 0, 0), (-1, 0, 0), velocity=(-0.05, 0, 0))]
-        scene = DeformableScene(tpl, [[-10.0, 0, 0], [10.0, 0, 0]], [[1e3]], LinearResponse([[5e4]]),
-                                modal_damping=[[1e3]], contact_stiffness=2e4, contact_damping=50.0,
-                                obstacles=walls, pairs=[(0, 1)], both_ways=True, inverse_iterations=1,
-                                inverse_method="newton", pullback_cache=cache)
-        out = scene.run(400, 0.01, record_every=100)
-        results.append((scene.eps.copy(), scene.pos.copy(), out["obstacle_force"]))
-    assert results[0][0][0, 0] > 0.01   # the spheres were compacted, the contacts were exercised
+        walls = [((-19.8, 0, 0), (1, 0, 0), (0.05, 0, 0)), ((19.8, 0, 0), (-1, 0, 0), (-0.05, 0, 0))]
+        sim = deformable_simulation(tpl, [[-10.0, 0, 0], [10.0, 0, 0]], [[1e3]], LinearResponse([[5e4]]), planes=walls,
+                                    dt=0.01, modal_damping=[[1e3]], contact_stiffness=2e4, contact_damping=50.0,
+                                    contact="both", pullback="corners", inverse_iterations=1, inverse_method="newton",
+                                    pullback_cache=cache)
+        forces = []
+        sim.run(400, callback=lambda s: forces.append(s.deformable.o_force.copy()), every=100)
+        results.append((sim.deformable.eps.copy(), sim.deformable.pos.copy(), np.array(forces)))
+    assert results[0][0][0] > 0.01   # the spheres were compacted, the contacts were exercised
     for a, b in zip(results[0], results[1]):
         np.testing.assert_array_equal(a, b)
 
@@ -152,15 +151,17 @@ def test_geometric_schedule_closed_form_and_end():
 def test_engine_follows_prescribed_motion_exactly():
     tpl = compaction_sphere(n_nodes=30)
     s = WallSchedule("geometric", u_end=1.5, speed=0.1, tau=2.0, u0=0.05)
-    wall = Obstacle.plane((30.0, 0, 0), (-1, 0, 0), velocity=(-1.0, 0, 0))
-    scene = DeformableScene(tpl, [[0.0, 0, 0]], [[1e3]], LinearResponse([[1e4]]), obstacles=[wall], motion=s)
     n = 997
     dt = s.total_time / (n - 3)
-    out = scene.run(n, dt, record_every=1)
-    assert wall.point[0] == pytest.approx(30.0 - 1.5, abs=1e-9)   # ~1000 increments summed
+    sim = deformable_simulation(tpl, [[0.0, 0, 0]], [[1e3]], LinearResponse([[1e4]]),
+                                planes=[((30.0, 0, 0), (-1, 0, 0), (-1.0, 0, 0))], dt=dt, travel=s)
+    records = []
+    sim.run(n, callback=lambda sm: records.append(sm.deformable.window_means()), every=1)
+    assert sim.wall_positions()[0, 0] == pytest.approx(30.0 - 1.5, abs=1e-9)   # ~1000 increments summed
     # the recorded positions are the schedule's, sampled at the step times
-    t = out["t"]
-    np.testing.assert_allclose(30.0 - out["obstacle_position"][:, 0, 0], s.travel(t), atol=0.1 * dt)
+    t = np.array([r["t"] for r in records])
+    x = np.array([r["obstacle_position"][0, 0] for r in records])
+    np.testing.assert_allclose(30.0 - x, s.travel(t), atol=0.1 * dt)
 
 
 def test_bad_inputs_raise():
@@ -174,10 +175,10 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="kind"):
         WallSchedule("linear", 1.0, 0.1)
     tpl = compaction_sphere(n_nodes=30)
-    with pytest.raises(ValueError, match="motion"):
-        DeformableScene(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), motion=3.0)
+    with pytest.raises(ValueError, match="travel"):
+        deformable_simulation(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), travel=3.0)
     with pytest.raises(ValueError, match="inverse_method"):
-        DeformableScene(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), inverse_method="exact")
+        deformable_simulation(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), inverse_method="exact")
 
 
 # ---- point-wise pull-back: the query point itself is inverted, φ(x) = φ0(X), ∇φ = (I + ∇u(X))^{-T} ∇φ0(X)
@@ -259,13 +260,11 @@ def test_engine_point_pull_back_contact_force_equals_reference():
     eps = 0.03
     ks = 2e4
     centres = np.array([[-9.3, 0.2, -0.1], [9.3, 0.0, 0.0]])
-    scene = DeformableScene(tpl, centres, [[1e3]], LinearResponse([[5e4]]), contact_stiffness=ks,
-                            pairs=[(0, 1)], both_ways=False, inverse_iterations=3, inverse_method="newton",
-                            pullback="point")
-    scene.eps[:] = eps
     dt = 1e-3
-    scene.run(1, dt, record_every=1)
-    engine_force = scene.vel[0] * scene.mass[0] / dt
+    sim = deformable_simulation(tpl, centres, [[1e3]], LinearResponse([[5e4]]), dt=dt, contact_stiffness=ks,
+                                contact="one", inverse_iterations=3, inverse_method="newton", pullback="point", eps=[eps])
+    sim.run(1)
+    engine_force = sim.deformable.vel[0] * sim.deformable.mass[0] / dt
 
     grid = tpl.phi0
     table = tabulate_modes(tpl.modes, grid)
@@ -276,7 +275,7 @@ def test_engine_point_pull_back_contact_force_equals_reference():
     def reference_phi(p):
         return phi_ref(reference_inverse(u_ref, p)[None])[0]
 
-    slave_nodes = centres[0] + tpl.nodes + eps * scene.node_modes[0]
+    slave_nodes = centres[0] + tpl.nodes + eps * tpl.modes[0].displacement(tpl.nodes)
     expected = np.zeros(3)
     n_contacts = 0
     step = 1e-6
@@ -302,6 +301,7 @@ def test_point_pull_back_bad_inputs_raise():
         SemiLagrangianLevelSet(grid, [StandinCompactionMode(R)], pullback="point", cache=True)
     tpl = compaction_sphere(n_nodes=30)
     with pytest.raises(ValueError, match="pullback"):
-        DeformableScene(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), pullback="cell")
+        deformable_simulation(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), pullback="cell")
     with pytest.raises(ValueError, match="pullback_cache"):
-        DeformableScene(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), pullback="point", pullback_cache=True)
+        deformable_simulation(tpl, [[0.0, 0, 0]], [[1.0]], LinearResponse([[1.0]]), pullback="point",
+                              pullback_cache=True)

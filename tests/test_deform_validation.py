@@ -95,7 +95,7 @@ def test_geometric_schedule_keeps_small_loads_quasi_static(fem_modes):
     assert geo["schedule"]["kind"] == "geometric"
     # the walls reach the end travel R ε_max = 1.6 (the schedule's exact differences; the records are
     # window averages, so the final position is read from the scene)
-    assert 10.0 - geo["scene"].obstacles[0].point[0] == pytest.approx(1.6, abs=1e-9)
+    assert 10.0 - geo["sim"].wall_positions()[0, 0] == pytest.approx(1.6, abs=1e-9)
 
     def small_load_error(r):
         use = (r["eps"] > 5e-4) & (r["eps"] < 0.01)
@@ -112,15 +112,14 @@ def test_contact_damping_uses_the_actual_wall_velocity():
     # a fixed rigid sphere pressed 0.1 into a wall whose ramp has not started yet (actual speed ~0 at
     # t = 0): the contact force is the elastic k_s Σ a δ alone. Damping computed with the nominal
     # speed instead of the actual one would add c_s Σ a v = 1e4 × 3 × Σ a here.
-    from graindem.deform.engine import DeformableScene, Obstacle
-    from graindem.deform.response import LinearResponse
+    from graindem.deform.validation import WallSchedule, deformable_simulation
 
     tpl = compaction_sphere(n_nodes=100)
-    wall = Obstacle.plane((9.9, 0, 0), (-1, 0, 0), velocity=(-3.0, 0, 0))
-    scene = DeformableScene(tpl, [[0.0, 0, 0]], [[1e3]], LinearResponse([[1e4]]), contact_stiffness=1e3,
-                            contact_damping=1e4, obstacles=[wall], fixed=[True], deformable=False, ramp_time=1e6)
-    out = scene.run(1, 1e-3, record_every=1)
+    sim = deformable_simulation(tpl, [[0.0, 0, 0]], None, None, planes=[((9.9, 0, 0), (-1, 0, 0), (-1.0, 0, 0))],
+                                dt=1e-3, modes=[], motion="fixed", contact_stiffness=1e3, contact_damping=1e4,
+                                travel=WallSchedule("constant", u_end=3e6, speed=3.0))
+    sim.run(1)
     pen = np.maximum(tpl.nodes[:, 0] - 9.9, 0.0)
     elastic = 1e3 * np.sum(tpl.node_areas * pen)
     assert elastic > 0
-    assert out["obstacle_force"][0, 0, 0] == pytest.approx(elastic, rel=1e-6)
+    assert sim.deformable.o_force[0, 0] == pytest.approx(elastic, rel=1e-6)

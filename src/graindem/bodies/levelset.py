@@ -70,6 +70,20 @@ STATUS_PAIRS_FULL = 1   # the drift of the step is done, its forces wait for a l
 STATUS_DIVERGED = 2
 
 
+def initial_motion(quat, inertia, motion, vel, omega):
+    """World angular momenta R I Rᵀ ω of the dynamic grains (zero for the others); fixed grains' vel
+    and omega are set to zero in place."""
+    angmom = np.zeros((len(quat), 3))
+    for g in range(len(quat)):
+        if motion[g] == MOTION_DYNAMIC:
+            R = quat_matrix(quat[g])
+            angmom[g] = R @ (inertia[g] * (R.T @ omega[g]))
+        elif motion[g] == MOTION_FIXED:
+            vel[g] = 0.0
+            omega[g] = 0.0
+    return angmom
+
+
 @njit
 def update_rotations(quat, rot, angmom, inertia, omega, motion):
     """Renormalise the orientations, refresh R(q) and, for dynamic grains, omega = R I^-1 R^T L."""
@@ -539,14 +553,7 @@ class LevelSetBodies:
         self.radius = self.t_radius[self.tmpl] + 2.0 * self.t_h[self.tmpl]
         G = len(self.pos)
         self.rot = np.zeros((G, 3, 3))
-        self.angmom = np.zeros((G, 3))
-        for g in range(G):
-            if self.motion[g] == MOTION_DYNAMIC:
-                R = quat_matrix(self.quat[g])
-                self.angmom[g] = R @ (self.inertia[g] * (R.T @ self.omega[g]))
-            elif self.motion[g] == MOTION_FIXED:
-                self.vel[g] = 0.0
-                self.omega[g] = 0.0
+        self.angmom = initial_motion(self.quat, self.inertia, self.motion, self.vel, self.omega)
         n_hist = np.array([T[t].n_nodes for t in self.tmpl], dtype=np.int64)
         self.hist_off = np.concatenate([[0], np.cumsum(n_hist)[:-1]]).astype(np.int64)
         H = int(n_hist.sum())
@@ -649,12 +656,7 @@ class LevelSetBodies:
     # ---------------------------------------------------------------- diagnostics (read-only)
     def kinetic_energy(self):
         """Translational + rotational kinetic energy of the dynamic grains."""
-        dyn = self.motion == MOTION_DYNAMIC
-        e = 0.5 * np.sum(self.mass[dyn] * np.sum(self.vel[dyn] ** 2, axis=1))
-        for g in np.flatnonzero(dyn):
-            Lb = self.rot[g].T @ self.angmom[g]
-            e += 0.5 * np.sum(Lb * Lb / self.inertia[g])
-        return float(e)
+        return rigid_kinetic_energy(self.mass, self.vel, self.rot, self.angmom, self.inertia, self.motion)
 
     def contact_energy(self):
         """Normal penalty energy sum k_i delta_i^2 / 2 at the last force evaluation."""
@@ -711,13 +713,7 @@ class LevelSetBodies:
 
     def write_vtk(self, prefix):
         """Write `prefix`_surfaces.vtu (grain surfaces) and `prefix`_contacts.vtu (contact points)."""
-        from ..io import vtk
-
-        v, f, gid = self.surfaces()
-        vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
-        x, fc = self.contact_points()
-        vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
-        return f"{prefix}_surfaces.vtu", f"{prefix}_contacts.vtu"
+        return write_surfaces_and_contacts(self, prefix)
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
@@ -738,6 +734,29 @@ class LevelSetBodies:
             setattr(self, name, a)
         self._scratch()
         return self
+
+
+def rigid_kinetic_energy(mass, vel, rot, angmom, inertia, motion):
+    """Translational + rotational kinetic energy of the dynamic grains, ½ m v² + ½ Lbᵀ I⁻¹ Lb with the
+    body-frame angular momentum Lb = Rᵀ L."""
+    dyn = motion == MOTION_DYNAMIC
+    e = 0.5 * np.sum(mass[dyn] * np.sum(vel[dyn] ** 2, axis=1))
+    for g in np.flatnonzero(dyn):
+        Lb = rot[g].T @ angmom[g]
+        e += 0.5 * np.sum(Lb * Lb / inertia[g])
+    return float(e)
+
+
+def write_surfaces_and_contacts(bodies, prefix):
+    """`prefix`_surfaces.vtu (bodies.surfaces(): vertices, triangles, grain per vertex) and
+    `prefix`_contacts.vtu (bodies.contact_points(): points and forces); returns the two names."""
+    from ..io import vtk
+
+    v, f, gid = bodies.surfaces()
+    vtk.write_surface(f"{prefix}_surfaces.vtu", v, f, point_data={"grain": gid})
+    x, fc = bodies.contact_points()
+    vtk.write_particles(f"{prefix}_contacts.vtu", x, point_data={"force": fc})
+    return f"{prefix}_surfaces.vtu", f"{prefix}_contacts.vtu"
 
 
 def node_contact_time_step(mass, stiffness):

@@ -193,6 +193,59 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls
     return n_sc
 
 
+@njit(inline="always")
+def coulomb_node_spring(shear, partner, last_step, hk, p, step, nx, ny, nz, t0, t1, t2, dt, kt, ct, limit):
+    """Tangential force of a node's Coulomb spring (module docstring): the spring of history slot hk
+    carries on if partner p held it at the previous step (turned onto the plane of the normal n, its
+    length kept), else restarts at 0; s += v_t dt; f_t = -k_t s - c_t v_t capped at `limit` (mu f_n)
+    with s reset to the spring that gives the cap. Writes the spring back; returns (f_t, the
+    tangential work of the step, 1.0 if the cap applied else 0.0). The work counts the spring part
+    -k_t s by the trapezoid rule between the carried and the new spring, and the damper part -c_t v_t
+    (unscaled by the cap: f_t = -k_t s - c_t v_t with s the spring kept) at the step's velocity."""
+    if partner[hk] == p and last_step[hk] == step - 1:
+        s0, s1, s2 = shear[hk, 0], shear[hk, 1], shear[hk, 2]
+        old = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+        sn = s0 * nx + s1 * ny + s2 * nz
+        s0 -= sn * nx
+        s1 -= sn * ny
+        s2 -= sn * nz
+        new = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
+        if new > 0.0:
+            scale = old / new
+            s0 *= scale
+            s1 *= scale
+            s2 *= scale
+    else:
+        s0, s1, s2 = 0.0, 0.0, 0.0
+    fo0 = -kt * s0
+    fo1 = -kt * s1
+    fo2 = -kt * s2
+    s0 += t0 * dt
+    s1 += t1 * dt
+    s2 += t2 * dt
+    ft0 = -kt * s0 - ct * t0
+    ft1 = -kt * s1 - ct * t1
+    ft2 = -kt * s2 - ct * t2
+    ftm = math.sqrt(ft0 * ft0 + ft1 * ft1 + ft2 * ft2)
+    slid = 0.0
+    if ftm > limit:
+        scale = limit / ftm if ftm > 0.0 else 0.0
+        ft0 *= scale
+        ft1 *= scale
+        ft2 *= scale
+        slid = 1.0
+        if kt > 0.0:
+            s0 = -(ft0 + ct * t0) / kt
+            s1 = -(ft1 + ct * t1) / kt
+            s2 = -(ft2 + ct * t2) / kt
+    shear[hk, 0] = s0
+    shear[hk, 1] = s1
+    shear[hk, 2] = s2
+    work = (0.5 * ((kt * s0 - fo0) * t0 + (kt * s1 - fo1) * t1 + (kt * s2 - fo2) * t2)
+            + ct * (t0 * t0 + t1 * t1 + t2 * t2)) * dt
+    return ft0, ft1, ft2, work, slid
+
+
 @njit
 def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
                   mu, dt, step, pos, vel, omega, force, torque, shear, partner, last_step, walls, cell, cp_x,
@@ -275,52 +328,11 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
         hk = sc_hist[s]
         if mu > 0.0:
             kt = kt_ratio * k_i
-            ct = kt_ratio * c_i
-            if partner[hk] == p and last_step[hk] == step - 1:
-                s0, s1, s2 = shear[hk, 0], shear[hk, 1], shear[hk, 2]
-                old = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-                sn = s0 * nx + s1 * ny + s2 * nz
-                s0 -= sn * nx
-                s1 -= sn * ny
-                s2 -= sn * nz
-                new = math.sqrt(s0 * s0 + s1 * s1 + s2 * s2)
-                if new > 0.0:
-                    scale = old / new
-                    s0 *= scale
-                    s1 *= scale
-                    s2 *= scale
-            else:
-                s0, s1, s2 = 0.0, 0.0, 0.0
-            # the spring force the carried spring held: one end of the trapezoid rule for the work
-            fo0 = -kt * s0
-            fo1 = -kt * s1
-            fo2 = -kt * s2
-            s0 += t0 * dt
-            s1 += t1 * dt
-            s2 += t2 * dt
-            ft0 = -kt * s0 - ct * t0
-            ft1 = -kt * s1 - ct * t1
-            ft2 = -kt * s2 - ct * t2
-            ftm = math.sqrt(ft0 * ft0 + ft1 * ft1 + ft2 * ft2)
-            limit = mu * fn
-            if ftm > limit:
-                scale = limit / ftm if ftm > 0.0 else 0.0
-                ft0 *= scale
-                ft1 *= scale
-                ft2 *= scale
-                energy[E_SLIDING] += 1.0
-                if kt > 0.0:
-                    s0 = -(ft0 + ct * t0) / kt
-                    s1 = -(ft1 + ct * t1) / kt
-                    s2 = -(ft2 + ct * t2) / kt
-            shear[hk, 0] = s0
-            shear[hk, 1] = s1
-            shear[hk, 2] = s2
-            energy[E_TANGENT] += 0.5 * kt * (s0 * s0 + s1 * s1 + s2 * s2)
-            # the spring part -k_t s by the trapezoid rule, the damper part -c_t v_t (unscaled by the
-            # limit: ft = -k_t s - c_t v_t with s the spring kept) at the step's velocity
-            energy[E_TWORK] += (0.5 * ((kt * s0 - fo0) * t0 + (kt * s1 - fo1) * t1 + (kt * s2 - fo2) * t2)
-                                + ct * (t0 * t0 + t1 * t1 + t2 * t2)) * dt
+            ft0, ft1, ft2, work, slid = coulomb_node_spring(shear, partner, last_step, hk, p, step, nx, ny, nz, t0, t1,
+                                                            t2, dt, kt, kt_ratio * c_i, mu * fn)
+            energy[E_SLIDING] += slid
+            energy[E_TANGENT] += 0.5 * kt * (shear[hk, 0] ** 2 + shear[hk, 1] ** 2 + shear[hk, 2] ** 2)
+            energy[E_TWORK] += work
             f0 += ft0
             f1 += ft1
             f2 += ft2

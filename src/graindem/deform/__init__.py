@@ -5,7 +5,8 @@
 - `response`: internal generalized forces, linear, tabulated (Appendix B) or a fitted energy (eqs. 56–58).
 - `dynamics`: modal oscillator, damping, generalized forces and torques, critical time steps.
 - `levelset_update`: the four strategies that keep a deformed level set current (§3.1).
-- `engine`, `validation`, `scenes`: a small deformable LS-DEM engine and the seed's three validations.
+- `validation`, `scenes`: the seed's two grains and three validations, run by `graindem.engine.Simulation`
+  (deformable grains: `Simulation.add_deformable_grains`, kernels in `graindem.bodies.deformable`).
 """
 
 from graindem.deform.dynamics import (ModalOscillator, damping_matrix, force_and_torque, generalized_forces,

@@ -36,7 +36,7 @@ import numpy as np
 from graindem._jit import njit
 from graindem.core.grid import trilinear_points
 from graindem.deform.grid import GridField
-from graindem.deform.engine import pullback_phi, displacement_at, inverse_map, pointwise_gradient, pointwise_phi
+from graindem.contact.deformable_contact import displacement_at, inverse_map, pointwise_gradient, pointwise_phi, pullback_phi
 from graindem.deform.modes import tabulate_modes
 
 
@@ -72,7 +72,7 @@ def pullback_query_kernel(phi0, origin, h, mode_table, eps, points, out, grad, n
     """Semi-Lagrangian on-demand remap: φ(x_c) = φ0(X_c), X_c + u(X_c) = x_c, at the 8 corners of x's cell.
 
     n_iter = 0: the seed's X_c = x_c − u(x_c); n_iter > 0 refines it by fixed-point iterations or Newton
-    steps (`graindem.deform.engine.inverse_map`). With ``now`` > 0, corner values are cached per node
+    steps (`graindem.contact.deformable_contact.inverse_map`). With ``now`` > 0, corner values are cached per node
     in ``cache`` with ``stamp`` == now (one update of ε = one stamp), as in the engine.
     """
     for p in range(points.shape[0]):

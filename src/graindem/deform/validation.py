@@ -10,7 +10,6 @@ are made (mode normalization, which force the Appendix B table is, contact stiff
 import numpy as np
 
 from graindem.deform.dynamics import damping_matrix
-from graindem.deform.engine import DeformableScene, Obstacle
 from graindem.deform.response import APPENDIX_B_EPS, APPENDIX_B_FORCE, LinearResponse, TabulatedForce
 from graindem.deform.scenes import BEAM_HALF, SPHERE_RADIUS, bending_beam, compaction_sphere
 
@@ -122,6 +121,67 @@ def _check_rate(rate):
         raise ValueError(f"rate must be > 0, got {rate}")
 
 
+def deformable_simulation(template, positions, modal_mass, response, planes=(), cylinders=(), dt=None, beta=0.2,
+                          modal_damping=None, tangent_damping=0.0, contact_stiffness=1e5, contact_damping=0.0,
+                          contact="both", pullback="point", inverse_iterations=0, inverse_method="fixed_point",
+                          pullback_cache=False, dofs=None, eps=None, eps_rate=None, velocities=None, travel=None,
+                          contact_area=None, modes=None, motion="dynamic", mu=0.0, gravity=(0.0, 0.0, 0.0)):
+    """A set-up `Simulation` of deformable grains of one template (density 1) and rigid obstacles.
+
+    ``planes``: (point, inward normal, velocity) each; ``cylinders``: (point, axis, radius, velocity);
+    obstacle rows are the planes, then the cylinders. ``travel``: obstacle displacement = velocity x
+    travel(t) (None: constant velocity). ``dt`` None: ``beta`` x the critical step; a given ``dt`` is
+    taken as it is. The other arguments as `Simulation.add_deformable_grains` and
+    `Simulation.set_deformable_contact` name them; the box holds everything with a margin."""
+    from graindem.engine import Simulation
+
+    positions = np.atleast_2d(np.asarray(positions, dtype=np.float64))
+    points = [positions] + [np.asarray(p[0], dtype=np.float64).reshape(1, 3) for p in list(planes) + list(cylinders)]
+    reach = float(np.linalg.norm(template.nodes, axis=1).max()) + 10.0 * template.phi0.spacing
+    sim = Simulation(dt=dt, dt_fraction=beta, allow_unstable_dt=dt is not None, density=1.0, mu=mu, gravity=gravity)
+    sim.set_box(np.min(np.concatenate(points), axis=0) - 2.0 * reach, np.max(np.concatenate(points), axis=0) + 2.0 * reach)
+    for point, normal, velocity in planes:
+        sim.add_wall(point, normal, velocity)
+    for point, axis, radius, velocity in cylinders:
+        sim.add_cylinder(point, axis, radius, velocity)
+    sim.add_deformable_grains(template, positions, modal_mass=modal_mass, response=response, modes=modes,
+                              modal_damping=modal_damping, tangent_damping=tangent_damping, eps=eps, eps_rate=eps_rate,
+                              velocities=velocities, dofs=dofs, motion=motion)
+    sim.set_deformable_contact(contact_stiffness, damping=contact_damping, contact=contact, pullback=pullback,
+                               inverse_iterations=inverse_iterations, inverse_method=inverse_method,
+                               pullback_cache=pullback_cache, contact_area=contact_area)
+    sim.set_wall_motion(travel)
+    sim.setup()
+    return sim
+
+
+def run_scene(template, positions, modal_mass, response, total_time=1.0, beta=0.2, n_records=200, **kwargs):
+    """`deformable_simulation` run for ``total_time`` at the largest step dt = total_time / n <= ``beta``
+    x the critical step, with records: (``n_records`` or so) window means over the steps since the
+    previous one, the first the initial step alone: t, obstacle_force (force on each obstacle),
+    obstacle_position, eps (record, grain, mode), position. Returns (records, sim, dt, n_steps,
+    critical_steps) with critical_steps the contact and modal steps times ``beta``."""
+    probe = deformable_simulation(template, positions, modal_mass, response, beta=beta, **kwargs)
+    n_steps = int(np.ceil(total_time / probe.dt))
+    dt = total_time / n_steps
+    critical = {k: beta * v for k, v in probe.deformable_critical_steps.items()}
+    critical["beta"] = beta
+    sim = deformable_simulation(template, positions, modal_mass, response, dt=dt, beta=beta, **kwargs)
+    every = max(1, n_steps // n_records)
+    records = []
+
+    def record(s):
+        records.append(s.deformable.window_means())
+
+    sim.run(1)
+    record(sim)
+    sim.run(n_steps, callback=record, every=every, phase=1)
+    n = len(np.atleast_2d(positions))
+    out = {key: np.array([r[key] for r in records]) for key in ("t", "obstacle_force", "obstacle_position", "position")}
+    out["eps"] = np.array([r["eps"] for r in records]).reshape(len(records), n, -1)
+    return out, sim, dt, n_steps, critical
+
+
 def three_point_bending(rate=0.01, max_indentation=5.0, contact_stiffness=1e6, contact_damping=2e4,
                         support_radius=2.0, indenter_radius=2.0, beta=0.2, n_records=200, template=None):
     """Three-point bending of the Table 1 beam by a rigid cylinder indenter moving at ``rate`` (voxel per
@@ -141,21 +201,15 @@ def three_point_bending(rate=0.01, max_indentation=5.0, contact_stiffness=1e6, c
     tpl = bending_beam() if template is None else template
     hx, hz = BEAM_HALF[0], BEAM_HALF[2]
     axis = (0.0, 1.0, 0.0)
-    obstacles = [Obstacle.cylinder((-hx, 0.0, -hz - support_radius), axis, support_radius),
-                 Obstacle.cylinder((hx, 0.0, -hz - support_radius), axis, support_radius),
-                 Obstacle.cylinder((0.0, 0.0, hz + indenter_radius), axis, indenter_radius,
-                                   velocity=(0.0, 0.0, -rate))]
+    cylinders = [((-hx, 0.0, -hz - support_radius), axis, support_radius, (0.0, 0.0, 0.0)),
+                 ((hx, 0.0, -hz - support_radius), axis, support_radius, (0.0, 0.0, 0.0)),
+                 ((0.0, 0.0, hz + indenter_radius), axis, indenter_radius, (0.0, 0.0, -rate))]
     k_g = TABLE1["modal_stiffness"]
-    scene = DeformableScene(tpl, [[0.0, 0.0, 0.0]], [[TABLE1["modal_mass"]]], LinearResponse([[k_g]]),
-                            modal_damping=[[TABLE1["modal_damping"]]], density=1.0,
-                            contact_stiffness=contact_stiffness, contact_damping=contact_damping,
-                            obstacles=obstacles, free_dofs=[False, False, True, False, False, False])
-    dt = scene.critical_step(beta)
-    total_time = max_indentation / rate
-    n_steps = int(np.ceil(total_time / dt))
-    dt = total_time / n_steps
-    every = max(1, n_steps // n_records)
-    out = scene.run(n_steps + 1, dt, record_every=every)
+    out, sim, dt, n_steps, critical = run_scene(
+        tpl, [[0.0, 0.0, 0.0]], [[TABLE1["modal_mass"]]], LinearResponse([[k_g]]), cylinders=cylinders,
+        total_time=max_indentation / rate, beta=beta, n_records=n_records, modal_damping=[[TABLE1["modal_damping"]]],
+        contact_stiffness=contact_stiffness, contact_damping=contact_damping,
+        dofs=[False, False, True, False, False, False])
     delta = -(out["obstacle_position"][:, 2, 2] - (hz + indenter_radius))
     force = out["obstacle_force"][:, 2, 2]
     eps = out["eps"][:, 0, 0]
@@ -165,7 +219,7 @@ def three_point_bending(rate=0.01, max_indentation=5.0, contact_stiffness=1e6, c
     slope, intercept = np.polyfit(d_hat[use], f_hat[use], 1)
     secant = f_hat[-1] / d_hat[-1]
     return {"delta": delta, "force": force, "eps": eps, "slope": float(slope), "intercept": float(intercept),
-            "secant_slope": float(secant), "dt": dt, "critical_steps": scene.critical_steps,
+            "secant_slope": float(secant), "dt": dt, "critical_steps": critical,
             "n_steps": n_steps, "K_g": k_g,
             "delta0": max_indentation, "rate": rate}
 
@@ -202,48 +256,34 @@ def single_sphere_compaction(rate=0.0004, eps_max=0.16, mode_file=None, contact_
     tpl = compaction_sphere(mode_file) if template is None else template
     r = SPHERE_RADIUS
     response = appendix_b_response(r)
-    c, beta_t = _modal_damping(response, modal_mass, damping_ratio, damping_law)
+    c, beta_t = modal_damping_for(response, modal_mass, damping_ratio, damping_law)
     plan = _wall_schedule(schedule, r * eps_max, rate * r, tau, eps0, r, start)
     e0 = plan["eps_start"]
-    walls = []
-    for axis in range(3):
-        for sign in (1.0, -1.0):
-            point = np.zeros(3)
-            point[axis] = sign * r * (1.0 - e0)
-            normal = np.zeros(3)
-            normal[axis] = -sign
-            walls.append(Obstacle.plane(point, normal, velocity=normal * plan["velocity"]))
+    walls = box_walls(r * (1.0 - e0))
     mass = 1.0 * tpl.volume
     if contact_damping is None:
         # about critical for the rigid translation against one wall's contact at the final patch size
         contact_damping = 2.0 * np.sqrt(contact_stiffness * mass / (np.pi * (0.5 * r) ** 2))
-    total_time = plan["total_time"]
-    scene = DeformableScene(tpl, [[0.0, 0.0, 0.0]], [[modal_mass]], response, modal_damping=c,
-                            contact_stiffness=contact_stiffness, contact_damping=contact_damping,
-                            obstacles=walls, ramp_time=plan["ramp_time"], motion=plan["motion"],
-                            tangent_damping=beta_t)
-    scene.eps[:] = e0
-    scene.epsdot[:] = plan["eps_rate_start"]
     # flat contacts: at the largest load the contact radius is about R/2 (validation notes)
-    dt = scene.critical_step(beta, contact_area=np.pi * (0.5 * r) ** 2)
-    n_steps = int(np.ceil(total_time / dt))
-    dt = total_time / n_steps
-    every = max(1, n_steps // n_records)
-    out = scene.run(n_steps + 1, dt, record_every=every)
+    out, sim, dt, n_steps, critical = run_scene(
+        tpl, [[0.0, 0.0, 0.0]], [[modal_mass]], response, planes=walls, total_time=plan["total_time"], beta=beta,
+        n_records=n_records, modal_damping=c, tangent_damping=beta_t, contact_stiffness=contact_stiffness,
+        contact_damping=contact_damping, eps=[e0], eps_rate=[plan["eps_rate_start"]], travel=plan["travel"],
+        contact_area=np.pi * (0.5 * r) ** 2)
     eps = out["eps"][:, 0, 0]
     # reaction of each wall along its own inward normal
-    per_wall = np.stack([-(out["obstacle_force"][:, w] @ walls[w].direction) for w in range(6)], axis=1)
+    per_wall = np.stack([-(out["obstacle_force"][:, w] @ walls[w][1]) for w in range(6)], axis=1)
     force = per_wall.mean(axis=1)
     reference = np.interp(eps, APPENDIX_B_EPS, APPENDIX_B_FORCE)
     wall_disp = -(out["obstacle_position"][:, 0, 0] - r)
     return {"eps": eps, "force": force, "per_wall": per_wall, "reference": reference,
-            "wall_displacement": wall_disp, "dt": dt, "critical_steps": scene.critical_steps,
+            "wall_displacement": wall_disp, "dt": dt, "critical_steps": critical,
             "n_steps": n_steps, "rate": rate, "contact_stiffness": contact_stiffness,
-            "mode_source": tpl.mode_source, "schedule": plan["describe"], "scene": scene}
+            "mode_source": tpl.mode_source, "schedule": plan["describe"], "sim": sim}
 
 
 def _wall_schedule(kind, u_end, speed, tau, eps0, length, start="equilibrium"):
-    """Obstacle velocity, ramp time and motion callable for DeformableScene, for either schedule
+    """The obstacles' travel s(t) (displacement = unit velocity along the inward normal x s(t)) for either schedule
     (``eps0`` is the geometric start in ε, the travel u0 = ``length`` · eps0; ``start`` "equilibrium":
     the set-up begins compacted to eps0, "rest": untouched, with the straight ramp-in)."""
     if start not in ("equilibrium", "rest"):
@@ -252,8 +292,7 @@ def _wall_schedule(kind, u_end, speed, tau, eps0, length, start="equilibrium"):
         if tau is not None or eps0 is not None:
             raise ValueError("tau and eps0 apply to schedule='geometric' only")
         plan = WallSchedule("constant", u_end, speed)
-        # the engine's own smooth ramp, with the walls' velocity as the mean speed
-        return {"velocity": speed, "ramp_time": plan.total_time, "motion": None, "eps_start": 0.0,
+        return {"travel": plan, "eps_start": 0.0,
                 "eps_rate_start": 0.0,
                 "total_time": plan.total_time, "describe": plan.describe()}
     if kind != "geometric":
@@ -261,15 +300,28 @@ def _wall_schedule(kind, u_end, speed, tau, eps0, length, start="equilibrium"):
     if eps0 is None or not eps0 > 0:
         raise ValueError(f"eps0 must be > 0 for schedule='geometric', got {eps0}")
     plan = WallSchedule("geometric", u_end, speed, tau=tau, u0=length * eps0, ramp_in=start == "rest")
-    # unit velocity: the obstacle displacement is the travel u(t) itself
     # the equilibrium start is also moving along the quasi-static path: ε̇ = ε0/τ, as the walls
-    return {"velocity": 1.0, "ramp_time": 0.0, "motion": plan, "total_time": plan.total_time,
+    return {"travel": plan, "total_time": plan.total_time,
             "eps_start": 0.0 if start == "rest" else float(eps0),
             "eps_rate_start": 0.0 if start == "rest" else min(plan.u0 / plan.tau, plan.speed) / length,
             "describe": plan.describe()}
 
 
-def _modal_damping(response, modal_mass, damping_ratio, damping_law):
+def box_walls(half):
+    """Six planes (point, inward normal, unit velocity along it) at ±``half`` on the axes, in the order
+    +x, −x, +y, −y, +z, −z; with a travel s(t) each moves inward by s(t)."""
+    walls = []
+    for axis in range(3):
+        for sign in (1.0, -1.0):
+            point = np.zeros(3)
+            point[axis] = sign * half
+            normal = np.zeros(3)
+            normal[axis] = -sign
+            walls.append((point, normal, normal.copy()))
+    return walls
+
+
+def modal_damping_for(response, modal_mass, damping_ratio, damping_law):
     """(constant C matrix or None, β of C = β K_t(ε)) for ζ = damping_ratio at the largest tangent."""
     if damping_law not in ("tangent", "constant"):
         raise ValueError(f"damping_law must be 'tangent' or 'constant', got {damping_law!r}")
@@ -322,55 +374,32 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
     tpl = compaction_sphere(mode_file) if template is None else template
     r = SPHERE_RADIUS
     response = appendix_b_response(r)
-    c, beta_t = _modal_damping(response, modal_mass, damping_ratio, damping_law)
+    c, beta_t = modal_damping_for(response, modal_mass, damping_ratio, damping_law)
     if int(n_side) != n_side or n_side < 1:
         raise ValueError(f"n_side must be an integer >= 1, got {n_side}")
     grid = (np.arange(n_side) - 0.5 * (n_side - 1)) * 2 * r
     lattice = [(a, b, c) for a in range(n_side) for b in range(n_side) for c in range(n_side)]
     positions = np.array([[grid[a], grid[b], grid[c]] for a, b, c in lattice])
-    index = {key: i for i, key in enumerate(lattice)}
-    pairs = []
-    for key, i in index.items():
-        for axis in range(3):
-            nb = list(key)
-            nb[axis] += 1
-            j = index.get(tuple(nb))
-            if j is not None:
-                pairs.append((i, j))
+    n_pairs = 3 * n_side * n_side * (n_side - 1)
     plan = _wall_schedule(schedule, n_side * r * eps_max, n_side * rate * r, tau, eps0, n_side * r, start)
     e0 = plan["eps_start"]
     positions = positions * (1.0 - e0)
-    walls = []
-    for axis in range(3):
-        for sign in (1.0, -1.0):
-            point = np.zeros(3)
-            point[axis] = sign * n_side * r * (1.0 - e0)
-            normal = np.zeros(3)
-            normal[axis] = -sign
-            walls.append(Obstacle.plane(point, normal, velocity=normal * plan["velocity"]))
+    walls = box_walls(n_side * r * (1.0 - e0))
     mass = 1.0 * tpl.volume
     if contact_damping is None:
         contact_damping = 2.0 * np.sqrt(contact_stiffness * mass / (np.pi * (0.5 * r) ** 2))
-    total_time = plan["total_time"]
-    # master/slave between spheres (lower index is the slave), wall schedule as single sphere
-    scene = DeformableScene(tpl, positions, [[modal_mass]], response, modal_damping=c,
-                            contact_stiffness=contact_stiffness, contact_damping=contact_damping,
-                            obstacles=walls, pairs=pairs, both_ways=False, ramp_time=plan["ramp_time"],
-                            motion=plan["motion"], inverse_iterations=inverse_iterations,
-                            inverse_method=inverse_method, pullback=pullback,
-                            pullback_cache=bool(pullback_cache) and pullback == "corners", tangent_damping=beta_t,
-                            free_dofs=[True, True, True] + [bool(rotations)] * 3)
-    scene.eps[:] = e0
-    # on the quasi-static path: every sphere compacted at ε̇ = ε0/τ, centres x = x_lattice (1 − ε) moving in
-    scene.epsdot[:] = plan["eps_rate_start"]
-    scene.vel[:] = -positions / (1.0 - e0) * plan["eps_rate_start"]
-    dt = scene.critical_step(beta, contact_area=np.pi * (0.5 * r) ** 2)
-    n_steps = int(np.ceil(total_time / dt))
-    dt = total_time / n_steps
-    every = max(1, n_steps // n_records)
-    out = scene.run(n_steps + 1, dt, record_every=every)
+    # master/slave between spheres (lower index is the slave), wall schedule as single sphere; on the
+    # quasi-static path: every sphere compacted at ε̇ = ε0/τ, centres x = x_lattice (1 − ε) moving in
+    out, sim, dt, n_steps, critical = run_scene(
+        tpl, positions, [[modal_mass]], response, planes=walls, total_time=plan["total_time"], beta=beta,
+        n_records=n_records, modal_damping=c, tangent_damping=beta_t, contact_stiffness=contact_stiffness,
+        contact_damping=contact_damping, contact="one", pullback=pullback, inverse_iterations=inverse_iterations,
+        inverse_method=inverse_method, pullback_cache=bool(pullback_cache) and pullback == "corners",
+        dofs=[True, True, True] + [bool(rotations)] * 3, eps=[e0], eps_rate=[plan["eps_rate_start"]],
+        velocities=-positions / (1.0 - e0) * plan["eps_rate_start"], travel=plan["travel"],
+        contact_area=np.pi * (0.5 * r) ** 2)
     u_w = -(out["obstacle_position"][:, 0, 0] - n_side * r)
-    per_wall = np.stack([-(out["obstacle_force"][:, w] @ walls[w].direction) for w in range(6)], axis=1)
+    per_wall = np.stack([-(out["obstacle_force"][:, w] @ walls[w][1]) for w in range(6)], axis=1)
     f_w = per_wall.mean(axis=1)
     reference = n_side ** 2 * np.interp(u_w / (n_side * r), APPENDIX_B_EPS, APPENDIX_B_FORCE)
     # the same relation at the modal level: the spheres' mean generalized displacement instead of the
@@ -379,12 +408,12 @@ def assembly27(rate=0.0004, eps_max=0.16, mode_file=None, contact_stiffness=1e5,
     reference_modal = n_side ** 2 * np.interp(eps_mean, APPENDIX_B_EPS, APPENDIX_B_FORCE)
     return {"u_w": u_w, "F_w": f_w, "per_wall": per_wall, "reference": reference,
             "reference_modal": reference_modal, "eps": out["eps"][:, :, 0],
-            "dt": dt, "critical_steps": scene.critical_steps, "n_steps": n_steps, "rate": rate,
-            "n_pairs": len(pairs), "mode_source": tpl.mode_source, "contact_stiffness": contact_stiffness,
+            "dt": dt, "critical_steps": critical, "n_steps": n_steps, "rate": rate,
+            "n_pairs": n_pairs, "mode_source": tpl.mode_source, "contact_stiffness": contact_stiffness,
             "inverse_iterations": inverse_iterations, "inverse_method": inverse_method,
             "pullback_cache": bool(pullback_cache) and pullback == "corners", "pullback": pullback,
             "schedule": plan["describe"],
-            "scene": scene}
+            "sim": sim}
 
 
 def quasi_static_compaction(template, wall_eps, contact_stiffness=1e5, response=None):
@@ -392,7 +421,7 @@ def quasi_static_compaction(template, wall_eps, contact_stiffness=1e5, response=
     dynamics: for each wall indentation δ = R·``wall_eps`` (six frictionless walls at ±(R − δ) on the
     axes) minimize U(ε) + Σ_walls Σ_nodes ½ k_s a_k ⟨pen_k⟩² over the modal coordinate ε and the
     translation c (both enter pen_k linearly, U is convex: one minimum), with the same node
-    kinematics x_k = X_k + εΦ(X_k) + c and the same area-weighted penalty as `DeformableScene`.
+    kinematics x_k = X_k + εΦ(X_k) + c and the same area-weighted penalty as the deformable grains of `Simulation`.
 
     It is what the dynamic runs must reproduce once slow enough, and it isolates the model (mode,
     nodes, penalty) from the time integration. Returns eps, per-wall reactions (n, 6) and their mean.

@@ -402,6 +402,18 @@ def run(args):
         print(f"graindem run: --steps must be >= 0, got {args.steps}", file=sys.stderr)
         return 2
     with StopRequests():  # SIGINT/SIGTERM from here on stop at the end of a step (engine.interrupts)
+        # ---- deformable grains: scenarios.deformable_compaction has its own schema and driver
+        from ..scenarios import deformable_compaction as deformable
+        if args.restart is not None and deformable.is_checkpoint(args.restart):
+            deformable.restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
+            return 0
+        if args.scenario is not None and deformable.is_scenario_file(args.scenario):
+            if args.adaptive_dt:
+                print("graindem run: --adaptive-dt does not apply to deformable grains", file=sys.stderr)
+                return 2
+            deformable.run_file(args.scenario, args.out, steps=args.steps, quiet=args.quiet)
+            return 0
+        # ---- end of deformable grains
         if args.restart is not None:
             restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
         else:

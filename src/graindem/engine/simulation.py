@@ -40,6 +40,8 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
                            PAIR_INDEX, PAIR_INDEX_MAX, STATUS_DIVERGED, STATUS_PAIRS_FULL)
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
+from .deformable_setup import DeformableGrains
+from ..core.checks import positive_finite, vec3
 from .history import reload_contacts, tangential_energy_sum
 from .loop import run_steps
 from .neighbours import build_pairs, refresh_constants
@@ -58,21 +60,11 @@ class Diverged(RuntimeError):
         self.checkpoint = checkpoint
 
 
-def _vec3(name, v):
-    a = np.asarray(v, dtype=np.float64).reshape(-1)
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be 3 finite numbers, got {v!r}")
-    return a
+_vec3 = vec3
+_pos_finite = positive_finite
 
 
-def _pos_finite(name, value, allow_zero=False):
-    value = float(value)
-    if not math.isfinite(value) or value < 0.0 or (value == 0.0 and not allow_zero):
-        raise ValueError(f"{name} must be a finite number {'>=' if allow_zero else '>'} 0, got {value!r}")
-    return value
-
-
-class Simulation:
+class Simulation(DeformableGrains):
     """A DEM simulation of spheres of one material.
 
     law: one of TANGENTIAL_LAWS. E (Pa), nu, mu, density (kg/m^3), xi (Jaeger approximation),
@@ -173,6 +165,7 @@ class Simulation:
         self._grain_batches = []
         self.grain_contact = None
         self.grains = None
+        self._init_deformable()  # deformable grains: engine.deformable_setup
 
     # ---------------------------------------------------------------- building
     def set_box(self, lo, hi, periodic=(False, False, False)):
@@ -808,6 +801,8 @@ class Simulation:
         """Allocate the state, validate the assembly and the time step, build the neighbour list."""
         if self.ready:
             return
+        if self._deform_batches:
+            return self._setup_deformable()
         if self._grain_batches:
             if self._positions:
                 raise ValueError("spheres and level-set grains in one run are not supported yet")
@@ -1019,6 +1014,8 @@ class Simulation:
                 raise ValueError(f"every must be >= 1, got {every}")
         if self.grains is not None:
             return self._run_grains(steps, callback, every, phase, stops, on_diverge)
+        if self.deformable is not None:
+            return self._run_deformable(steps, callback, every, phase, stops, on_diverge)
         done = 0
         t0 = time.perf_counter()
         while done < steps:
@@ -1319,6 +1316,8 @@ class Simulation:
         self.setup()
         if self.grains is not None:
             return self._grain_state_dict()
+        if self.deformable is not None:
+            return self._deformable_state_dict()
         d = {name: np.array(getattr(self, name)) for name in self.ARRAYS}
         for name, a in self.store.state_arrays().items():
             d["store_" + name] = np.array(a)
@@ -1342,19 +1341,20 @@ class Simulation:
     GRAIN_ARRAYS = ("cell", "ctl", "ictl", "walls", "L0", "materials", "mu_pair", "acc")
     CONTROL_META = ("mode", "rate", "target", "gain", "maxrate", "integral", "shear")
 
-    def _grain_state_dict(self):
+    def _kind_state(self, bodies):
+        """The arrays GRAIN_ARRAYS and the metadata a run of shaped grains (`bodies` kind) shares."""
         d = {name: np.array(getattr(self, name)) for name in self.GRAIN_ARRAYS}
-        d.update(self.grains.state_arrays())
-        meta = {"schema_version": SCHEMA_VERSION, "bodies": "levelset", "law": self.law_name, "E": self.E,
+        meta = {"schema_version": SCHEMA_VERSION, "bodies": bodies, "law": self.law_name, "E": self.E,
                 "nu": self.nu, "mu": self.mu, "density": self.density, "skin": self.skin,
                 "periodic": [bool(p) for p in self.periodic], "box_lo": self.box_lo.tolist(),
-                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit, "grain_contact": dict(self.grain_contact),
-                "diverge_overlap": self.diverge_overlap, "energy_start": self.energy_start,
+                "box_hi": self.box_hi.tolist(), "dt_crit": self.dt_crit,
+                "diverge_overlap": self.diverge_overlap,
                 **{name: getattr(self, name).tolist() for name in self.CONTROL_META}}
         return d, meta
 
     @classmethod
-    def _grains_from_state(cls, arrays, meta, verbose):
+    def _kind_from_state(cls, arrays, meta, verbose):
+        """A ready Simulation with the arrays and settings `_kind_state` wrote (the bodies still to add)."""
         sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
                   diverge_overlap=meta.get("diverge_overlap", 0.5), verbose=verbose)
         for name in cls.GRAIN_ARRAYS:
@@ -1362,8 +1362,6 @@ class Simulation:
                 sim.acc = np.zeros(N_ACC0 + 3 * np.asarray(arrays["walls"]).reshape(-1, 12).shape[0])
                 continue
             setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
-        sim.grains = LevelSetBodies.from_state(arrays)
-        sim.grain_contact = dict(meta["grain_contact"])
         sim.periodic = np.array(meta["periodic"], dtype=bool)
         sim.box_lo = np.array(meta["box_lo"])
         sim.box_hi = np.array(meta["box_hi"])
@@ -1375,18 +1373,36 @@ class Simulation:
         for name in cls.CONTROL_META:
             if name in meta:
                 setattr(sim, name, np.array(meta[name], dtype=getattr(sim, name).dtype))
-        if not hasattr(sim.grains, "mu_tab"):  # older layouts: the friction of the material pairs
-            sim.grains.mu_tab = sim._grain_mu_table()
-            sim.grains.wall_mat = np.zeros(sim.walls.shape[0], dtype=np.int64)
         sim.out = np.zeros(N_OUT, dtype=np.int64)
         sim.n = 0
         sim.ready = True
+        return sim
+
+    def _grain_state_dict(self):
+        d, meta = self._kind_state("levelset")
+        d.update(self.grains.state_arrays())
+        meta["grain_contact"] = dict(self.grain_contact)
+        meta["energy_start"] = self.energy_start
+        return d, meta
+
+    @classmethod
+    def _grains_from_state(cls, arrays, meta, verbose):
+        sim = cls._kind_from_state(arrays, meta, verbose)
+        sim.grains = LevelSetBodies.from_state(arrays)
+        sim.grain_contact = dict(meta["grain_contact"])
+        if not hasattr(sim.grains, "mu_tab"):  # older layouts: the friction of the material pairs
+            sim.grains.mu_tab = sim._grain_mu_table()
+            sim.grains.wall_mat = np.zeros(sim.walls.shape[0], dtype=np.int64)
         sim.energy_start = float(meta.get("energy_start", sim._grain_energy_total()))
         return sim
 
     @classmethod
     def from_state(cls, arrays, meta, verbose=False):
         from ..io.checkpoint_check import validate_state  # before anything runs
+        if isinstance(meta, dict) and meta.get("bodies") == "deformable":
+            if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
+                raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
+            return cls._deformable_from_state(arrays, meta, verbose)
         validate_state(arrays, meta)
         if int(meta.get("schema_version", -1)) != SCHEMA_VERSION:
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")

@@ -1,0 +1,367 @@
+"""The deformable body kind's face on `Simulation`: adding grains, their contact, cylinders, a
+prescribed obstacle travel, set-up, the run, the critical time step, state and checkpoints.
+
+`Simulation` inherits these methods (`DeformableGrains`); the kernels and arrays are in
+`bodies.deformable`. Obstacles of deformable grains are the Simulation's planar walls (add_wall; they
+move at their velocity) followed by its cylinders (add_cylinder), in that order (`obstacle_row`).
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
+from ..bodies.levelset import GC_STEP, MOTIONS
+from ..core.layout import CTL_DT, CTL_G, CTL_SKIN, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL, N_ICTL
+from ..contact import state as S
+from ..core.checks import positive_finite, vec3
+
+PULLBACKS = ("point", "corners")
+INVERSE_METHODS = ("newton", "fixed_point")
+
+
+def _square_matrix(name, a, n):
+    a = np.atleast_2d(np.asarray(a, dtype=np.float64))
+    if a.shape != (n, n) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be a finite {n} x {n} matrix (one row per mode), got shape {a.shape}")
+    return a
+
+
+def template_record(template, modes, modal_mass, response, modal_damping, tangent_damping):
+    """The arrays the engine keeps of one deformable template (bodies.deformable: t_* arrays).
+
+    `template`: a deform.scenes.DeformableTemplate (level set φ0 on a grid, nodes with areas, volume,
+    inertia, surface mesh, modes); `modes`: None (the template's), a list of deform.modes.Mode, a
+    fem.modefile.ModeSet or the path of a mode file (tabulated on the template's grid by the file's
+    own interpolation); `response`: deform.response.LinearResponse or a single-mode TabulatedForce;
+    `modal_damping` a constant C, or `tangent_damping` β of C = β dF/dε (tabulated response only)."""
+    from ..deform.modes import GridMode, tabulate_modes
+    from ..deform.response import LinearResponse, TabulatedForce
+    from ..fem.modefile import ModeSet, read_mode_file
+
+    grid = template.phi0
+    nodes = np.ascontiguousarray(template.nodes, dtype=np.float64)
+    surface = np.asarray(template.surface_vertices, dtype=np.float64)
+    node_values = None
+    if modes is None:
+        modes = list(template.modes)
+        node_values = getattr(template, "node_mode_values", None)
+    elif isinstance(modes, (str, Path)) or isinstance(modes, ModeSet):
+        mode_set = read_mode_file(modes) if not isinstance(modes, ModeSet) else modes
+        values = mode_set.evaluate(grid.node_positions().reshape(-1, 3))
+        modes = [GridMode(v.reshape(grid.shape + (3,)), grid.origin, grid.spacing) for v in values]
+        node_values = mode_set.evaluate(nodes)
+    else:
+        modes = list(modes)
+    n = len(modes)
+    table = np.ascontiguousarray(tabulate_modes(modes, grid)) if n else np.zeros((0,) + grid.shape + (3,))
+    if node_values is None:
+        node_values = np.stack([m.displacement(nodes) for m in modes]) if n else np.zeros((0, len(nodes), 3))
+    node_values = np.ascontiguousarray(node_values, dtype=np.float64)
+    surface_modes = np.stack([m.displacement(surface) for m in modes]) if n else np.zeros((0,) + surface.shape)
+    rec = {"phi": grid.values, "origin": grid.origin, "spacing": float(grid.spacing), "nodes": nodes,
+           "areas": np.asarray(template.node_areas, dtype=np.float64), "volume": float(template.volume),
+           "inertia": np.asarray(template.inertia, dtype=np.float64), "table": table, "node_modes": node_values,
+           "surface_vertices": surface, "surface_faces": np.asarray(template.surface_faces, dtype=np.int64),
+           "surface_modes": surface_modes, "tab_eps": np.zeros(0), "tab_force": np.zeros(0),
+           "tab_slope": np.zeros(0), "tab_energy": np.zeros(0), "tabulated": 0, "beta": 0.0}
+    if n == 0:
+        rec.update(modal_mass=np.zeros((0, 0)), stiffness=np.zeros((0, 0)), damping=np.zeros((0, 0)),
+                   max_tangent=np.zeros((0, 0)))
+        return rec
+    rec["modal_mass"] = _square_matrix("modal_mass", modal_mass, n)
+    if np.linalg.eigvalsh(rec["modal_mass"]).min() <= 0:
+        raise ValueError("modal_mass must be positive definite")
+    rec["damping"] = np.zeros((n, n)) if modal_damping is None else _square_matrix("modal_damping", modal_damping, n)
+    beta = float(tangent_damping)
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"tangent_damping must be a finite number >= 0, got {tangent_damping!r}")
+    if isinstance(response, TabulatedForce):
+        if n != 1:
+            raise ValueError(f"a TabulatedForce response needs a single-mode template, got {n} modes")
+        rec.update(stiffness=np.zeros((1, 1)), tabulated=1, tab_eps=response.eps_table,
+                   tab_force=response.force_table, tab_slope=np.append(response.slopes, response.slopes[-1]),
+                   tab_energy=response.energy_table)
+    elif isinstance(response, LinearResponse):
+        if response.stiffness.shape != (n, n):
+            raise ValueError(f"response stiffness must be {n} x {n}, got {response.stiffness.shape}")
+        rec["stiffness"] = response.stiffness
+        if beta > 0:
+            raise ValueError("tangent_damping needs a TabulatedForce response")
+    else:
+        raise ValueError("response must be a LinearResponse or a TabulatedForce")
+    if beta > 0 and np.any(rec["damping"] != 0):
+        raise ValueError("give modal_damping or tangent_damping, not both")
+    rec["beta"] = beta
+    rec["max_tangent"] = response.max_tangent()
+    return rec
+
+
+class DeformableGrains:
+    """Methods of `Simulation` for deformable level-set grains (see the module docstring)."""
+
+    def _init_deformable(self):
+        self._deform_templates = []
+        self._deform_keys = []
+        self._deform_batches = []
+        self._cylinders = []
+        self.deform_contact = None
+        self.deformable = None
+        self._travel = None
+
+    def add_deformable_grains(self, template, positions, modal_mass=None, response=None, modes=None,
+                              modal_damping=None, tangent_damping=0.0, orientations=None, velocities=None,
+                              angular_velocities=None, eps=None, eps_rate=None, material=0, motion="dynamic",
+                              dofs=None):
+        """Add deformable grains, each a copy of `template` (deform.scenes.DeformableTemplate) at
+        `positions` (m, 3); `modes`, `modal_mass` (n x n), `response`, `modal_damping` or
+        `tangent_damping` as `template_record` says (a template with no modes is a rigid grain).
+        Templates are stored once per (template, modal data). `eps`, `eps_rate`: initial modal
+        coordinates and rates (n, or (m, n)); `dofs`: six flags (x, y, z translation, rotation about x,
+        y, z) a frozen one keeps its velocity at zero; motion "dynamic", "fixed" or "kinematic".
+        Returns the grains' indices in `deformable`."""
+        self._check_not_ready()
+        pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+        m = len(pos)
+        if m == 0 or not np.all(np.isfinite(pos)):
+            raise ValueError("positions must be a non-empty (m, 3) array of finite numbers")
+        if motion not in MOTIONS:
+            raise ValueError(f"motion must be one of {sorted(MOTIONS)}, got {motion!r}")
+        self._check_material_index(material)
+        # the objects themselves are kept (compared by identity): an id() alone could be reused by a new
+        # object once the first is collected
+        key = (template, modes, response, np.asarray(modal_mass, dtype=np.float64).tobytes(),
+               np.asarray(modal_damping if modal_damping is not None else 0.0, dtype=np.float64).tobytes(),
+               float(tangent_damping))
+        same = [k for k, old in enumerate(self._deform_keys)
+                if all(a is b for a, b in zip(old[:3], key[:3])) and old[3:] == key[3:]]
+        if same:
+            index = same[0]
+        else:
+            self._deform_templates.append(template_record(template, modes, modal_mass, response, modal_damping,
+                                                          tangent_damping))
+            self._deform_keys.append(key)
+            index = len(self._deform_templates) - 1
+        n = self._deform_templates[index]["table"].shape[0]
+
+        def rows(value, width, name, default):
+            if value is None:
+                a = np.tile(np.asarray(default, dtype=np.float64), (m, 1))
+            else:
+                a = np.asarray(value, dtype=np.float64)
+                a = np.tile(a, (m, 1)) if a.shape == (width,) or (a.ndim == 0 and width == 1) else a.reshape(-1, width)
+            if a.shape != (m, width) or not np.all(np.isfinite(a)):
+                raise ValueError(f"{name} must be {width} finite numbers or an ({m}, {width}) array")
+            return a
+
+        q = rows(orientations, 4, "orientations", (1.0, 0.0, 0.0, 0.0))
+        norm = np.linalg.norm(q, axis=1)
+        if np.any(norm == 0.0):
+            raise ValueError("orientations must be non-zero quaternions")
+        d = np.ones((m, 6), dtype=bool) if dofs is None else np.broadcast_to(np.asarray(dofs, dtype=bool), (m, 6))
+        first = sum(len(b["pos"]) for b in self._deform_batches)
+        self._deform_batches.append({
+            "template": index, "pos": pos, "quat": q / norm[:, None], "material": int(material),
+            "motion": MOTIONS[motion], "dof": np.array(d),
+            "vel": rows(velocities, 3, "velocities", (0.0, 0.0, 0.0)),
+            "omega": rows(angular_velocities, 3, "angular_velocities", (0.0, 0.0, 0.0)),
+            "eps": rows(eps, n, "eps", np.zeros(n)).ravel() if n else np.zeros(0),
+            "epsdot": rows(eps_rate, n, "eps_rate", np.zeros(n)).ravel() if n else np.zeros(0)})
+        return np.arange(first, first + m)
+
+    def add_cylinder(self, point, axis, radius, velocity=(0.0, 0.0, 0.0)):
+        """An infinite rigid cylinder (axis through `point`, direction `axis`, `radius`) that grains stay
+        outside of, moving at `velocity`; returns its index among the cylinders (`obstacle_row`)."""
+        self._check_not_ready()
+        p = vec3("point", point)
+        a = vec3("axis", axis)
+        if not np.linalg.norm(a) > 0:
+            raise ValueError("axis must be a non-zero vector")
+        r = positive_finite("radius", radius)
+        self._cylinders.append((CYLINDER, p, a / np.linalg.norm(a), r, vec3("velocity", velocity)))
+        return len(self._cylinders) - 1
+
+    def obstacle_row(self, kind, index):
+        """Row of wall (`kind` "wall") or cylinder `index` in the deformable grains' obstacle arrays."""
+        if kind == "wall":
+            return int(index)
+        if kind == "cylinder":
+            return len(self._walls) + int(index)
+        raise ValueError(f"kind must be 'wall' or 'cylinder', got {kind!r}")
+
+    def set_wall_motion(self, travel):
+        """Obstacles of deformable grains move by velocity x (travel(t) - travel(t_now)) from now on:
+        `travel` a vectorized callable s(t) (time units; e.g. deform.validation.WallSchedule), None for
+        constant velocity. A callable is not part of a checkpoint: set it again after a restart."""
+        if travel is not None and not callable(travel):
+            raise ValueError("travel must be a callable s(t) (obstacle displacement = velocity x s(t)) or None")
+        self._travel = None if travel is None else (travel, self.time if self.ready else 0.0,
+                                                   self.step_count if self.ready else 0)
+
+    def set_deformable_contact(self, stiffness, damping=0.0, kt_ratio=2.0 / 7.0, contact="both", pullback="point",
+                               inverse_iterations=1, inverse_method="newton", pullback_cache=False,
+                               contact_area=None):
+        """Node contact of deformable grains (contact.deformable_contact): penalty `stiffness` k_s per
+        unit area, normal `damping` c_s per unit area, tangential stiffness ratio `kt_ratio` (friction:
+        the material pair's); `contact` "both" (each grain's nodes in the other, weight 1/2) or "one" (the
+        lower index is the slave); the master's pull-back `pullback` "point" or "corners" (with
+        `pullback_cache`), `inverse_iterations` refinements by `inverse_method` ("newton" or
+        "fixed_point"); `contact_area`: the patch area of the stiffest expected contact for the
+        critical time step (default: the largest node area)."""
+        k = positive_finite("stiffness", stiffness)
+        c = positive_finite("damping", damping, allow_zero=True)
+        kt_ratio = float(kt_ratio)
+        if not math.isfinite(kt_ratio) or not (0 < kt_ratio <= 10):
+            raise ValueError(f"kt_ratio must lie in (0, 10], got {kt_ratio!r}")
+        if contact not in ("both", "one"):
+            raise ValueError(f"contact must be 'both' or 'one', got {contact!r}")
+        if pullback not in PULLBACKS:
+            raise ValueError(f"pullback must be one of {PULLBACKS}, got {pullback!r}")
+        if inverse_method not in INVERSE_METHODS:
+            raise ValueError(f"inverse_method must be one of {INVERSE_METHODS}, got {inverse_method!r}")
+        if int(inverse_iterations) != inverse_iterations or inverse_iterations < 0:
+            raise ValueError(f"inverse_iterations must be an integer >= 0, got {inverse_iterations!r}")
+        if pullback == "point" and pullback_cache:
+            raise ValueError("pullback_cache applies to pullback='corners' only (a point-wise pull-back has no grid "
+                             "node values to reuse)")
+        area = None if contact_area is None else positive_finite("contact_area", contact_area)
+        self.deform_contact = {"stiffness": k, "damping": c, "kt_ratio": kt_ratio, "contact": contact,
+                               "pullback": pullback, "inverse_iterations": int(inverse_iterations),
+                               "inverse_method": inverse_method, "pullback_cache": bool(pullback_cache),
+                               "contact_area": area}
+
+    def _setup_deformable(self):
+        """setup() of a run of deformable grains (no spheres, no rigid level-set grains)."""
+        if self._positions or self._grain_batches:
+            raise ValueError("deformable grains with spheres or rigid level-set grains in one run are not supported "
+                             "yet (a rigid shaped grain is a deformable template without modes)")
+        if self.deform_contact is None:
+            raise ValueError("deformable grains need their contact: call set_deformable_contact first")
+        if not self._box_set:
+            raise ValueError("no domain: call set_box first")
+        mats = sorted({b["material"] for b in self._deform_batches})
+        mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
+        if len(mus) > 1:
+            raise ValueError("deformable grains whose material pairs differ in friction are not supported yet")
+        contact = dict(self.deform_contact, mu=mus.pop())
+        self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        obstacles = [(PLANE, w[0:3], w[3:6], 0.0, w[6:9]) for w in self.walls] + list(self._cylinders)
+        self.deformable = DeformableBodies(self._deform_templates, self._deform_batches, self.materials[:, 3],
+                                           obstacles, contact)
+        d = self.deformable
+        d.node_r[:] = d.t_radius[d.tmpl]
+        rmax = float((d.t_radius + 2.0 * d.t_h).max())
+        self.skin = self.skin if self.skin is not None else 0.2 * rmax
+        d.dctl[DC_SKIN] = self.skin
+        self._new_cell(2.0 * rmax + self.skin)
+        self.ctl = np.zeros(N_CTL)
+        self.ctl[CTL_G:CTL_G + 3] = self.gravity
+        self.ctl[CTL_SKIN] = self.skin
+        self.ictl = np.zeros(N_ICTL, dtype=np.int64)
+        self.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3] = self.periodic
+        # the accumulators of the shared state layout (this kind books no stress or wall work in them)
+        self.acc = np.zeros(N_ACC0 + 3 * self.walls.shape[0])
+        self.n = 0
+        self.dt_crit = self._deformable_critical_time_step()
+        dt = self._time_step()
+        self.ctl[CTL_DT] = dt
+        self.ready = True
+        crit = self.deformable_critical_steps
+        self.message(f"graindem: {d.n} deformable grains of {len(d.t_nmodes)} template(s) "
+                     f"({int(d.t_nmodes[d.tmpl].sum())} modal coordinates), dt = {dt:.4g}, dt_crit = {self.dt_crit:.4g} "
+                     f"(contact {crit['rigid']:.4g}, modal {crit['modal']:.4g}), dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    def _deformable_critical_time_step(self):
+        """min over templates of √(m / k_c) (a node contact patch k_c = k_s × contact area, m the smaller
+        of the grain mass and the modal mass seen at the node moving most per unit ε, M / max|Φ|²) and
+        1 / ω_max of the modes with their stiffest tangent (their §3.3; dt = dt_fraction × this)."""
+        from ..deform.dynamics import modal_critical_step
+
+        d = self.deformable
+        c = self.deform_contact
+        rigid = modal = math.inf
+        for t, rec in enumerate(self._deform_templates):
+            grains = d.tmpl == t
+            if not np.any(grains):
+                continue
+            area = float(rec["areas"].max()) if c["contact_area"] is None else c["contact_area"]
+            m = float(d.mass[grains].min())
+            if rec["table"].shape[0]:
+                phi_max = max(float(np.abs(rec["node_modes"]).max()), 1e-300)
+                m = min(m, float(np.linalg.eigvalsh(rec["modal_mass"]).min()) / phi_max ** 2)
+                modal = min(modal, float(modal_critical_step(rec["modal_mass"], rec["max_tangent"], 1.0)))
+            rigid = min(rigid, math.sqrt(m / (c["stiffness"] * area)))
+        self.deformable_critical_steps = {"rigid": rigid, "modal": modal}
+        return min(rigid, modal)
+
+    def _travel_factors(self, n):
+        """Velocity factor of each of the next n steps: 1, or the exact differences of the travel."""
+        if self._travel is None:
+            return np.ones(n)
+        travel, t_set, step_set = self._travel
+        k = self.step_count - step_set + np.arange(n + 1)
+        s = np.asarray(travel(t_set + self.dt * k), dtype=np.float64)
+        return np.ascontiguousarray(np.diff(s) / self.dt)
+
+    def _check_deformable(self, on_diverge):
+        """Raise Diverged naming the grains whose state is not finite or whose deformed nodes reach
+        more than twice their template's radius from the centre (a modal blow-up)."""
+        from .simulation import Diverged
+
+        d = self.deformable
+        finite = np.isfinite(d.pos).all(axis=1) & np.isfinite(d.vel).all(axis=1) & np.isfinite(d.angmom).all(axis=1)
+        finite &= np.array([np.isfinite(d.eps_of(g)).all() for g in range(d.n)], dtype=bool)
+        swollen = ~(d.node_r <= 2.0 * d.t_radius[d.tmpl])
+        bad = np.flatnonzero(~finite | swollen)
+        if bad.size == 0:
+            return
+        msg = (f"run diverged at step {self.step_count}: deformable grain(s) {bad[:20].tolist()} have a non-finite "
+               "state or nodes beyond twice their radius (time step too large for the contact or modal stiffness?)")
+        ckpt = on_diverge(self) if on_diverge is not None else None
+        if ckpt is not None:
+            msg += f"; checkpoint written to {ckpt}"
+        raise Diverged(msg, bad[:20].tolist(), (), ckpt)
+
+    def _run_deformable(self, steps, callback, every, phase, stops, on_diverge=None):
+        import time
+        t0 = time.perf_counter()
+        done = 0
+        d = self.deformable
+        n_walls = len(self.walls)
+        while done < steps:
+            chunk = min(steps - done, stops.chunk_limit())
+            if every is not None:
+                chunk = min(chunk, every - (self.step_count - phase) % every)
+            stops.start_chunk()
+            d.o_vel[:n_walls] = self.walls[:, 6:9]   # set_wall_velocity acts from the next step on
+            d.run(chunk, self.dt, self._travel_factors(chunk), self.gravity, self.cell, self.periodic)
+            self.walls[:, 0:3] = d.o_point[:n_walls]
+            done += chunk
+            self.ictl[ICTL_STEP] = d.gctl[GC_STEP]
+            self._check_deformable(on_diverge)
+            if callback is not None and every is not None and (self.step_count - phase) % every == 0:
+                callback(self)
+            stops.after_chunk(chunk, self.step_count)
+        self.timing["run_s"] += time.perf_counter() - t0
+        self.timing["steps"] += steps
+
+    def _deformable_state_dict(self):
+        d, meta = self._kind_state("deformable")
+        d.update(self.deformable.state_arrays())
+        meta["deform_contact"] = dict(self.deform_contact)
+        meta["critical_steps"] = dict(self.deformable_critical_steps)
+        return d, meta
+
+    @classmethod
+    def _deformable_from_state(cls, arrays, meta, verbose):
+        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE)
+                   if n not in arrays]
+        if missing or not isinstance(meta.get("deform_contact"), dict):
+            raise ValueError(f"checkpoint of deformable grains lacks {missing or ['metadata deform_contact']}")
+        sim = cls._kind_from_state(arrays, meta, verbose)
+        sim.deformable = DeformableBodies.from_state(arrays)
+        sim.deform_contact = dict(meta["deform_contact"])
+        sim.deformable_critical_steps = dict(meta["critical_steps"])
+        return sim
+

@@ -1,0 +1,246 @@
+"""Scenario `deformable_compaction`: n_side³ deformable spheres compressed by six walls (`graindem run`).
+
+    graindem run examples/deformable_compaction.toml --out DIR [--steps N]
+    graindem run --restart DIR/checkpoint.h5 --out DIR2 [--steps N]
+
+The grains are the seed's Table 2 sphere (radius 10 voxel units, `deform.scenes.compaction_sphere`)
+with one compaction mode (a graindem mode file, or the analytic stand-in when none is given), the
+Appendix B response and tangent modal damping, on a cubic lattice with small random offsets, in a
+box of six frictional walls moving inward at a constant speed. Units are the seed's voxel units
+(density 1). Outputs: series.csv (every output_interval steps), checkpoint.h5 (every
+checkpoint_interval steps and at the end), summary.json (n_particles, kinds, steps_per_s, the wall
+force, ε), VTK of the deformed surfaces if asked. A restart continues bit for bit.
+
+The file has its own schema (below): every key optional except simulation.scenario; unknown keys and
+values out of range are refused before any work starts.
+"""
+
+import csv
+import json
+import math
+import time
+import tomllib
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+SCENARIO = "deformable_compaction"
+EXTRA_KEY = "deformable_compaction"
+# section -> key -> (type, default, check, allowed range in words)
+SCHEMA = {
+    "simulation": {
+        "scenario": (str, SCENARIO, lambda v: v == SCENARIO, f"'{SCENARIO}'"),
+        "steps": (int, 20000, lambda v: v >= 1, ">= 1"),
+        "output_interval": (int, 500, lambda v: v >= 1, ">= 1"),
+        "checkpoint_interval": (int, 0, lambda v: v >= 0, ">= 0 (0: at the end only)"),
+        "dt_fraction": (float, 0.3, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "seed": (int, 0, lambda v: v >= 0, ">= 0"),
+    },
+    "grains": {
+        "n_side": (int, 3, lambda v: 2 <= v <= 10, "in [2, 10]"),
+        "nodes": (int, 400, lambda v: 6 <= v <= 20000, "in [6, 20000]"),
+        "mode_file": (str, "", lambda v: True, "a path or empty (the analytic stand-in mode)"),
+        "modal_mass": (float, 1e5, lambda v: 0 < v < math.inf, "> 0"),
+        "damping_ratio": (float, 0.2, lambda v: 0 <= v <= 1, "in [0, 1]"),
+        "friction": (float, 0.3, lambda v: 0 <= v <= 10, "in [0, 10]"),
+        "jitter": (float, 0.2, lambda v: 0 <= v <= 1, "in [0, 1] (voxel units)"),
+    },
+    "contact": {
+        "stiffness": (float, 1e5, lambda v: 0 < v < math.inf, "> 0"),
+        "damping": (float, -1.0, lambda v: v == -1.0 or 0 <= v < math.inf, ">= 0 (omit: about critical)"),
+        "pullback": (str, "point", lambda v: v in ("point", "corners"), "'point' or 'corners'"),
+        "inverse_iterations": (int, 1, lambda v: 0 <= v <= 10, "in [0, 10]"),
+    },
+    "loading": {
+        "wall_speed": (float, 0.01, lambda v: 0 < v < math.inf, "> 0 (voxel units per time unit)"),
+    },
+    "output": {
+        "vtk": (bool, False, lambda v: True, "true or false"),
+    },
+}
+
+
+def is_scenario_file(path):
+    """True if the TOML file at `path` names this scenario (simulation.scenario)."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+    sim = data.get("simulation")
+    return isinstance(sim, dict) and sim.get("scenario") == SCENARIO
+
+
+def validate(data, base_dir="."):
+    """The full config (defaults filled in) of a parsed scenario file; ValueError names the key."""
+    if not isinstance(data, dict):
+        raise ValueError("the scenario must be a table of sections")
+    config = {}
+    for section in data:
+        if section not in SCHEMA:
+            raise ValueError(f"unknown section [{section}]; allowed: {sorted(SCHEMA)}")
+    for section, keys in SCHEMA.items():
+        given = data.get(section, {})
+        if not isinstance(given, dict):
+            raise ValueError(f"[{section}] must be a table")
+        for key in given:
+            if key not in keys:
+                raise ValueError(f"unknown key {section}.{key}; allowed: {sorted(keys)}")
+        config[section] = {}
+        for key, (kind, default, check, words) in keys.items():
+            value = given.get(key, default)
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)) or not check(value):
+                raise ValueError(f"{section}.{key} must be {kind.__name__} {words}, got {value!r}")
+            config[section][key] = value
+    mode_file = config["grains"]["mode_file"]
+    if mode_file:
+        p = Path(mode_file)
+        p = p if p.is_absolute() else Path(base_dir) / p
+        if not p.is_file():
+            raise ValueError(f"grains.mode_file {mode_file!r} does not exist")
+        config["grains"]["mode_file"] = str(p.resolve())
+    return config
+
+
+def load(path):
+    with open(path, "rb") as fh:
+        data = tomllib.load(fh)
+    try:
+        return validate(data, Path(path).resolve().parent)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def build(config):
+    """The set-up Simulation of a validated config."""
+    from ..deform.scenes import SPHERE_RADIUS, compaction_sphere
+    from ..deform.validation import appendix_b_response, box_walls, deformable_simulation, modal_damping_for
+
+    g, c = config["grains"], config["contact"]
+    tpl = compaction_sphere(g["mode_file"] or None, n_nodes=g["nodes"])
+    r = SPHERE_RADIUS
+    n = g["n_side"]
+    rng = np.random.default_rng(config["simulation"]["seed"])
+    lattice = (np.arange(n) - 0.5 * (n - 1)) * 2.0 * (r + g["jitter"])
+    positions = np.array([[x, y, z] for x in lattice for y in lattice for z in lattice])
+    positions += rng.uniform(-0.5 * g["jitter"], 0.5 * g["jitter"], positions.shape)
+    half = n * (r + g["jitter"])
+    walls = [(p, nrm, config["loading"]["wall_speed"] * v) for p, nrm, v in box_walls(half)]
+    response = appendix_b_response(r)
+    beta = modal_damping_for(response, g["modal_mass"], g["damping_ratio"], "tangent")[1]
+    damping = c["damping"]
+    if damping < 0:
+        # about critical for a grain's translation against one flat contact of radius R/2
+        damping = 2.0 * math.sqrt(c["stiffness"] * tpl.volume / (math.pi * (0.5 * r) ** 2))
+    return deformable_simulation(tpl, positions, [[g["modal_mass"]]], response, planes=walls,
+                                 beta=config["simulation"]["dt_fraction"], tangent_damping=beta,
+                                 contact_stiffness=c["stiffness"], contact_damping=damping, contact="one",
+                                 pullback=c["pullback"], inverse_iterations=c["inverse_iterations"],
+                                 inverse_method="newton", contact_area=math.pi * (0.5 * r) ** 2, mu=g["friction"])
+
+
+SERIES = ("step", "time", "wall_force", "wall_travel", "eps_mean", "eps_max", "kinetic", "strain", "contact_nodes")
+
+
+def _row(sim, half0):
+    from ..bodies.levelset import GC_NCP
+
+    d = sim.deformable
+    n_walls = len(sim.walls)
+    inward = -np.einsum("ij,ij->i", d.o_force[:n_walls], d.o_dir[:n_walls])
+    travel = half0 - np.abs(np.einsum("ij,ij->i", sim.walls[:, 0:3], sim.walls[:, 3:6])).mean()
+    kin, strain = d.kinetic_energy(), d.modal_energies()[1]
+    return [sim.step_count, sim.time, float(inward.mean()), float(travel), float(d.eps.mean()), float(d.eps.max()),
+            kin, strain, int(d.gctl[GC_NCP])]
+
+
+def _drive(sim, state, out, steps, quiet):
+    """Run `steps` steps with rows, checkpoints and VTK; then the final checkpoint and summary."""
+    from ..engine import checkpoint
+    from ..io.outputs import atomic_write_text
+
+    config = state["config"]
+    sim_cfg = config["simulation"]
+    out = Path(out)
+    series = out / "series.csv"
+    new = not series.exists()
+    half0 = state["half0"]
+    with open(series, "a", newline="") as fh:
+        writer = csv.writer(fh)
+        if new:
+            writer.writerow(SERIES)
+        every = sim_cfg["output_interval"]
+        ckpt = sim_cfg["checkpoint_interval"]
+        start = state["start_step"]
+
+        def on_output(s):
+            writer.writerow([f"{v:.10g}" if isinstance(v, float) else v for v in _row(s, half0)])
+            fh.flush()
+            if config["output"]["vtk"] and s.deformable.templates is not None:
+                s.deformable.write_vtk(str(out / f"grains_{s.step_count - start:08d}"))
+            if ckpt and (s.step_count - start) % ckpt == 0:
+                checkpoint.save(s, out / "checkpoint.h5", extra={EXTRA_KEY: state})
+
+        t0 = time.perf_counter()
+        sim.run(steps, callback=on_output, every=every, phase=start)
+        seconds = time.perf_counter() - t0
+    checkpoint.save(sim, out / "checkpoint.h5", extra={EXTRA_KEY: state})
+    d = sim.deformable
+    row = dict(zip(SERIES, _row(sim, half0)))
+    summary = {"scenario": SCENARIO, "n_particles": int(d.n), "kinds": {"deformable": int(d.n)},
+               "steps": sim.step_count - start, "steps_this_run": int(steps),
+               "steps_per_s": steps / seconds if seconds > 0 else None, "dt": sim.dt, "dt_crit": sim.dt_crit,
+               "wall_force": row["wall_force"], "wall_travel": row["wall_travel"], "eps_mean": row["eps_mean"],
+               "eps_max": row["eps_max"], "energies": d.energies(sim.gravity), "run_id": state["run_id"]}
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
+    if not quiet:
+        print(f"{d.n} deformable grains, {summary['steps']} steps, {summary['steps_per_s'] or 0:.0f} steps/s, "
+              f"mean wall force {row['wall_force']:.4g}, mean eps {row['eps_mean']:.4g}; wrote {out / 'summary.json'}",
+              flush=True)
+    return summary
+
+
+def run_file(path, out, steps=None, quiet=False):
+    """`graindem run FILE` for this scenario: validate, build, run `steps` (default: the file's)."""
+    from ..engine.cli import prepare_output_folder
+
+    config = load(path)
+    out = prepare_output_folder(out)
+    sim = build(config)
+    sim.verbose = not quiet
+    if not quiet:
+        print(sim.last_message, flush=True)
+    half0 = float(np.abs(np.einsum("ij,ij->i", sim.walls[:, 0:3], sim.walls[:, 3:6])).mean())
+    state = {"config": config, "run_id": uuid.uuid4().hex, "start_step": 0, "half0": half0}
+    n = config["simulation"]["steps"] if steps is None else int(steps)
+    return _drive(sim, state, out, n, quiet)
+
+
+def restart(checkpoint_path, out, steps=None, quiet=False):
+    """Continue a run of this scenario from its checkpoint for `steps` more steps (default: to its end)."""
+    from ..engine import checkpoint
+    from ..engine.cli import prepare_output_folder
+
+    out = prepare_output_folder(out)
+    sim, extra = checkpoint.load(checkpoint_path, for_restart=True)
+    state = extra[EXTRA_KEY]
+    done = sim.step_count - state["start_step"]
+    n = max(0, state["config"]["simulation"]["steps"] - done) if steps is None else int(steps)
+    if not quiet:
+        print(f"restarting from {checkpoint_path} at step {done}", flush=True)
+    return _drive(sim, state, out, n, quiet)
+
+
+def is_checkpoint(path):
+    """True if the checkpoint at `path` holds a run of this scenario."""
+    from ..io.checkpoint import load_checkpoint
+
+    try:
+        _, meta = load_checkpoint(path)
+    except (OSError, ValueError):
+        return False
+    extra = meta.get("extra")
+    return isinstance(extra, dict) and EXTRA_KEY in extra

@@ -1,0 +1,213 @@
+"""Deformable grains in `Simulation`: restart in a new process, conservation and the energy balance,
+periodic images, Coulomb sliding, several templates, deformed surfaces.
+
+References: momentum conservation (equal and opposite node forces), the energy balance (stored +
+dissipated - work of the walls stays constant), Coulomb's law for a block sliding on a plane
+(deceleration mu g), the same pair in the middle of a periodic cell, the analytic stand-in mode at the
+surface vertices, the critical steps sqrt(m / k) and 1 / omega of the modal oscillator by hand.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from graindem.deform.response import LinearResponse
+from graindem.deform.scenes import compaction_sphere
+from graindem.engine import Simulation
+
+MODAL_MASS = 1e5
+MODAL_K = 1e6
+
+
+@pytest.fixture(scope="module")
+def sphere():
+    return compaction_sphere(n_nodes=400)
+
+
+def two_spheres(tpl, offset=0.0, mu=0.0, damping=0.0, modal_damping=None, box=((-40, -40, -40), (40, 40, 40)),
+                periodic=(False, False, False), centre=(0.0, 0.0, 0.0), eps=0.0, speed=0.3, gap=0.2):
+    sim = Simulation(density=1.0, mu=mu)
+    sim.set_box(*box, periodic=periodic)
+    c = np.asarray(centre, dtype=np.float64)
+    x = 10.0 + gap
+    sim.add_deformable_grains(tpl, [c + (-x, -offset, 0.0), c + (x, offset, 0.0)], modal_mass=[[MODAL_MASS]],
+                              response=LinearResponse([[MODAL_K]]), modal_damping=modal_damping, eps=[eps],
+                              velocities=[[speed, 0, 0], [-speed, 0, 0]])
+    sim.set_deformable_contact(1e4, damping=damping, contact="both")
+    return sim
+
+
+def total_energy(sim):
+    e = sim.deformable.energies(sim.gravity)
+    return e["balance"], e
+
+
+def test_free_collision_conserves_momentum_and_energy(sphere):
+    sim = two_spheres(sphere)
+    sim.setup()
+    d = sim.deformable
+    e0, _ = total_energy(sim)
+    p0 = (d.mass[:, None] * d.vel).sum(axis=0)
+    peak = 0.0
+    for _ in range(30):
+        sim.run(10)
+        peak = max(peak, d.energies(sim.gravity)["strain"])
+        np.testing.assert_allclose((d.mass[:, None] * d.vel).sum(axis=0), p0, atol=1e-12 * d.mass.sum())
+    e1, parts = total_energy(sim)
+    assert peak > 0.05 * e0                 # the collision loaded the modes
+    assert d.vel[0, 0] < 0 < d.vel[1, 0]    # and the spheres bounced apart
+    # leapfrog: rates at half steps, so the balance closes to O(omega dt) of what the modes hold
+    assert abs(e1 - e0) < 0.01 * e0
+
+
+def test_energy_balance_closes_with_friction_and_damping(sphere):
+    sim = two_spheres(sphere, offset=4.0, mu=0.4, damping=20.0, modal_damping=[[2e3]])
+    sim.setup()
+    d = sim.deformable
+    e0, _ = total_energy(sim)
+    sim.run(300)
+    e1, parts = total_energy(sim)
+    dissipated = (parts["dissipated_friction"] + parts["dissipated_contact_damping"]
+                  + parts["dissipated_modal_damping"])
+    assert parts["dissipated_friction"] > 0.01 * e0 and parts["dissipated_modal_damping"] > 0.003 * e0
+    assert dissipated > 0.05 * e0
+    # the leapfrog's half-step rates: the balance closes to O(omega dt) of the modal energy (~1 %)
+    assert abs(e1 - e0) < 0.015 * e0
+    assert np.abs(d.omega).max() > 0        # friction spun the spheres
+
+
+def test_pair_across_periodic_face_feels_middle_forces(sphere):
+    forces = []
+    for centre in ((0.0, 0.0, 0.0), (-35.0, 3.0, 0.0)):
+        sim = two_spheres(sphere, offset=1.0, eps=0.05, gap=-0.6, box=((-35, -35, -35), (35, 35, 35)),
+                          periodic=(True, True, False), centre=centre, speed=0.0)
+        sim.run(1)
+        forces.append((sim.deformable.force.copy(), sim.deformable.gen.copy()))
+    assert np.abs(forces[0][0]).max() > 1.0
+    for a, b in zip(*forces):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(a).max())
+
+
+def test_sliding_on_a_plane_decelerates_at_mu_g(sphere):
+    g, mu, v0 = 1.0, 0.3, 2.0
+    sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=mu, gravity=(0, 0, -g))
+    sim.set_box((-60, -30, -30), (60, 30, 30))
+    sim.add_wall((0, 0, -10.0), (0, 0, 1))
+    sim.add_deformable_grains(sphere, [[0, 0, 0.0]], modes=[], velocities=[v0, 0, 0],
+                              dofs=[True, True, True, False, False, False])
+    sim.set_deformable_contact(1e5, damping=2e4)   # about critical for one node
+    sim.run(100)          # settles onto the wall and slides
+    v1, t1 = sim.deformable.vel[0, 0], sim.time
+    sim.run(300)
+    v2, t2 = sim.deformable.vel[0, 0], sim.time
+    assert v2 > 0.5
+    assert (v1 - v2) / (t2 - t1) == pytest.approx(mu * g, rel=0.02)
+
+
+def test_templates_stored_once_and_critical_step(sphere):
+    sim = Simulation(dt_fraction=0.2, density=2.0, mu=0.0, verbose=False)
+    sim.set_box((-100, -100, -100), (100, 100, 100))
+    response = LinearResponse([[MODAL_K]])
+    sim.add_deformable_grains(sphere, [[-50, 0, 0], [0, 0, 0]], modal_mass=[[MODAL_MASS]], response=response)
+    sim.add_deformable_grains(sphere, [[50, 0, 0]], modal_mass=[[MODAL_MASS]], response=response)
+    sim.add_deformable_grains(sphere, [[0, 50, 0], [0, -50, 0]], modes=[])
+    sim.set_deformable_contact(1e4)
+    sim.setup()
+    d = sim.deformable
+    assert d.t_nmodes.tolist() == [1, 0] and d.tmpl.tolist() == [0, 0, 0, 1, 1]
+    assert d.t_phi.size == 2 * sphere.phi0.values.size
+    # by hand: the modal mass seen at the node moving most, a single node's contact, the modal frequency
+    phi_max = np.abs(sphere.modes[0].displacement(sphere.nodes)).max()
+    m = min(2.0 * sphere.volume, MODAL_MASS / phi_max ** 2)
+    rigid = np.sqrt(m / (1e4 * sphere.node_areas.max()))
+    modal = np.sqrt(MODAL_MASS / MODAL_K)
+    assert sim.dt_crit == pytest.approx(min(rigid, modal), rel=1e-12)
+    assert sim.dt == pytest.approx(0.2 * sim.dt_crit, rel=1e-12)
+    assert "dt/dt_crit = 0.200" in sim.last_message
+
+
+def test_deformed_surface_and_vtk(sphere, tmp_path):
+    sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0)
+    sim.set_box((-30, -30, -30), (30, 30, 30))
+    q = np.array([np.cos(0.3), 0.0, np.sin(0.3), 0.0])
+    sim.add_deformable_grains(sphere, [[1.0, 2.0, 3.0]], modal_mass=[[MODAL_MASS]],
+                              response=LinearResponse([[MODAL_K]]), eps=[0.1], orientations=q)
+    sim.set_deformable_contact(1e4)
+    sim.setup()
+    d = sim.deformable
+    v, f, gid = d.surfaces()
+    ref = sphere.surface_vertices + 0.1 * sphere.modes[0].displacement(sphere.surface_vertices)
+    np.testing.assert_allclose(v, ref @ d.rot[0].T + [1.0, 2.0, 3.0], atol=1e-12)
+    d.write_vtk(str(tmp_path / "g"))
+    assert (tmp_path / "g_surfaces.vtu").stat().st_size > 0 and (tmp_path / "g_contacts.vtu").exists()
+
+
+def test_mixed_kinds_and_bad_contact_are_refused(sphere):
+    sim = Simulation(density=1.0)
+    sim.set_box((-30, -30, -30), (30, 30, 30))
+    sim.add_particles([[20.0, 0, 0]], [1.0])
+    sim.add_deformable_grains(sphere, [[0.0, 0, 0]], modes=[])
+    sim.set_deformable_contact(1e4)
+    with pytest.raises(ValueError, match="not supported yet"):
+        sim.setup()
+    with pytest.raises(ValueError, match="kt_ratio"):
+        sim.set_deformable_contact(1e4, kt_ratio=0.0)
+    with pytest.raises(ValueError, match="modal_mass"):
+        Simulation().add_deformable_grains(sphere, [[0.0, 0, 0]], modal_mass=[[1.0, 0], [0, 1]],
+                                           response=LinearResponse([[1.0]]))
+
+
+RESTART_SCRIPT = textwrap.dedent("""
+    import sys
+    from graindem.engine import checkpoint
+    sim, _ = checkpoint.load(sys.argv[1], for_restart=True)
+    sim.run(int(sys.argv[3]))
+    checkpoint.save(sim, sys.argv[2])
+""")
+
+
+def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
+    from graindem.engine import checkpoint
+    from graindem.io.checkpoint import load_checkpoint
+
+    def build():
+        sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
+        sim.set_box((-40, -40, -40), (40, 40, 40))
+        sim.add_wall((0, 0, -10.4), (0, 0, 1), velocity=(0.0, 0.0, 0.05))
+        sim.add_cylinder((0, -14.0, 0), (1, 0, 0), 3.0)
+        sim.add_deformable_grains(sphere, [[-10.3, 0, 0], [10.3, 0.5, 0]], modal_mass=[[MODAL_MASS]],
+                                  response=LinearResponse([[MODAL_K]]), modal_damping=[[50.0]], eps=[0.01],
+                                  velocities=[[0.5, -0.2, 0], [-0.5, 0, 0]])
+        sim.add_deformable_grains(sphere, [[0, 0, 21.0]], modes=[], angular_velocities=[0.1, 0.2, 0.0])
+        sim.set_deformable_contact(1e4, damping=10.0, pullback="corners", pullback_cache=True,
+                                   inverse_iterations=1, inverse_method="newton")
+        return sim
+
+    n, m = 60, 60
+    sim = build()
+    sim.run(n)
+    checkpoint.save(sim, tmp_path / "a.h5")
+    sim.run(m)
+    checkpoint.save(sim, tmp_path / "straight.h5")
+    assert int(sim.deformable.gctl[3]) > 0 and np.any(sim.deformable.partner >= 0)   # contacts with history
+    subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(tmp_path / "a.h5"), str(tmp_path / "restarted.h5"),
+                    str(m)], check=True)
+    straight, _ = load_checkpoint(tmp_path / "straight.h5")
+    restarted, _ = load_checkpoint(tmp_path / "restarted.h5")
+    assert set(straight) == set(restarted)
+    for name in straight:
+        np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+
+
+def test_divergence_names_the_grains(sphere):
+    from graindem.engine.simulation import Diverged
+
+    sim = two_spheres(sphere, gap=-0.5, speed=0.0)
+    sim.dt_requested = 1.0       # far above the critical step of the node contacts
+    sim.allow_unstable_dt = True
+    with pytest.raises(Diverged, match=r"deformable grain\(s\) \[0, 1\]") as info:
+        sim.run(200)
+    assert info.value.particles == [0, 1]
