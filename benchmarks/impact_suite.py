@@ -595,19 +595,7 @@ def _plots(fig, out_dir):
         f.tight_layout()
         f.savefig(os.path.join(out_dir, f"impact_{key}.png"), dpi=110)
         plt.close(f)
-    f, axs = plt.subplots(1, 2, figsize=(10, 3.8))
-    for axx, kind, lab in zip(axs, ("rolling", "twisting"), ("rolling: v / v0", "twisting: spin / spin0")):
-        for r, mk in zip(fig["rolling"][kind], "sv^o"):
-            t_stop = r["start"] / r["ref_deceleration"]
-            axx.plot(np.array(r["t"]) / t_stop, np.array(r["y"]) / r["start"], mk, ms=3, mfc="none", label=r["law"])
-        axx.plot([0.0, 1.0], [1.0, 0.0], "k-", lw=1, label="closed form")
-        axx.set_xlabel("t / t_stop (closed form)")
-        axx.set_title(lab, fontsize=9)
-    axs[0].legend(fontsize=8)
-    f.suptitle("Rolling (Ai et al. type C) and twisting (Marshall) resistance: a sphere on a plane", fontsize=10)
-    f.tight_layout()
-    f.savefig(os.path.join(out_dir, "impact_rolling.png"), dpi=110)
-    plt.close(f)
+    plot_rolling(fig["rolling"], out_dir)
     conv = fig["convergence"]
     f, ax = plt.subplots(figsize=(8.6, 4.6))
     n = conv["steps_per_contact"]
@@ -629,6 +617,27 @@ def _plots(fig, out_dir):
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     f.tight_layout()
     f.savefig(os.path.join(out_dir, "impact_dt_convergence.png"), dpi=110)
+    plt.close(f)
+
+
+def plot_rolling(roll, out_dir):
+    """impact_rolling.png: the sampled decay of each law's rolling and spinning sphere against the
+    closed forms (roll: run_suite's figures["rolling"])."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    f, axs = plt.subplots(1, 2, figsize=(10, 3.8))
+    for axx, kind, lab in zip(axs, ("rolling", "twisting"), ("rolling: v / v0", "twisting: spin / spin0")):
+        for r, mk in zip(roll[kind], "sv^o"):
+            t_stop = r["start"] / r["ref_deceleration"]
+            axx.plot(np.array(r["t"]) / t_stop, np.array(r["y"]) / r["start"], mk, ms=3, mfc="none", label=r["law"])
+        axx.plot([0.0, 1.0], [1.0, 0.0], "k-", lw=1, label="closed form")
+        axx.set_xlabel("t / t_stop (closed form)")
+        axx.set_title(lab, fontsize=9)
+    axs[0].legend(fontsize=8)
+    f.suptitle("Rolling (Ai et al. type C) and twisting (Marshall) resistance: a sphere on a plane", fontsize=10)
+    f.tight_layout()
+    f.savefig(os.path.join(out_dir, "impact_rolling.png"), dpi=110)
     plt.close(f)
 
 
