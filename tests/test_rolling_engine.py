@@ -11,6 +11,7 @@ import pytest
 
 from graindem.contact import rolling as RL
 from graindem.contact import state as S
+from graindem.contact.frames import quat_rotate
 from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
 
@@ -19,20 +20,19 @@ ROLL = {"mu_r": 0.3, "damping": 0.3}
 
 
 def _pile(rolling=ROLL, twisting=True, law="mindlin", seed=3, n_side=3, layers=3, materials=False):
-    """Spheres dropped onto a floor in a box periodic in x and y, with spins: contacts that roll,
-    twist, open and close, and neighbour rebuilds."""
+    """Spheres packed on a floor in a box periodic in x and y, slightly overlapping, with spins
+    and under gravity: contacts that roll, twist, open and close, and neighbour rebuilds (small skin)."""
     rng = np.random.default_rng(seed)
     sim = Simulation(law=law, mu=0.4, gravity=(0.0, 0.0, -9.81), restitution=0.6, rolling=rolling, twisting=twisting,
-                     energy_accounting=True)
-    L = 2.6 * R * n_side
+                     energy_accounting=True, skin=0.05 * R)
+    L = 1.97 * R * n_side
     sim.set_box((0.0, 0.0, 0.0), (L, L, 10 * R * layers), periodic=(True, True, False))
     if materials:
         sim.add_material(70e9, 0.25, 0.4, 2500.0)
     sim.add_wall((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
     g = (np.arange(n_side) + 0.5) * L / n_side
-    pos = np.stack(np.meshgrid(g, g, 1.2 * R + 2.3 * R * np.arange(layers), indexing="ij"), -1).reshape(-1, 3)
-    pos[:, :2] += rng.uniform(-0.1 * R, 0.1 * R, (len(pos), 2))
-    sim.add_particles(pos, R * rng.uniform(0.85, 1.0, len(pos)), velocities=rng.normal(0.0, 0.05, pos.shape),
+    pos = np.stack(np.meshgrid(g, g, 0.99 * R + 1.97 * R * np.arange(layers), indexing="ij"), -1).reshape(-1, 3)
+    sim.add_particles(pos, R * rng.uniform(0.96, 1.0, len(pos)), velocities=rng.normal(0.0, 0.05, pos.shape),
                       angular_velocities=rng.normal(0.0, 100.0, pos.shape))
     return sim
 
@@ -60,7 +60,8 @@ def test_runs_without_rolling_resistance_are_unchanged():
     absent.set_pair_rolling(1, 1, ROLL, True)
     absent.run(1500)
     assert absent.prs.shape[1] == RL.N_ROLL_STATE
-    assert plain.measure()["n_rebuilds"] > 1 and plain.measure()["n_contacts"] > 3
+    assert plain.measure()["n_rebuilds"] > 1
+    assert np.any(absent.prs[:, RL.R_STEP] > 0.0)  # the rolling pass visited the touching rows
     for name in Simulation.ARRAYS:
         assert np.array_equal(getattr(plain, name), getattr(absent, name)), name
 
@@ -96,7 +97,10 @@ def test_a_rigid_rotation_of_a_rolling_pair_changes_nothing(law):
         assert (a.pfs[0, S.F_DELTA] > 0.0) == touching
         if touching:
             assert a.prs[0, RL.R_DISS] > 0.0 and np.max(np.abs(a.prs[0, :3])) > 0.0  # the springs worked
-            assert np.max(np.abs(a.prs[0, :3] - b.prs[0, :3])) <= 1e-9 * np.max(np.abs(a.prs[0, :3]))
+            # the springs in world axes (a frame's in-plane axes are its own choice at first touch)
+            ta = np.array(quat_rotate(*a.pcq[0], *a.prs[0, :3]))
+            tb = np.array(quat_rotate(*b.pcq[0], *b.prs[0, :3]))
+            assert np.max(np.abs(Q @ ta - tb)) <= 1e-9 * np.max(np.abs(ta))
             assert abs(a.prs[0, RL.R_DISS] - b.prs[0, RL.R_DISS]) <= 1e-9 * a.prs[0, RL.R_DISS]
         for name in ("pos", "vel", "omega"):
             x, y = getattr(a, name) @ Q.T, getattr(b, name)
@@ -122,6 +126,7 @@ def test_energy_balance_closes_with_rolling_and_twisting():
     pos = np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
     sim.add_particles(pos, R * rng.uniform(0.95, 1.05, len(pos)), velocities=rng.normal(0.0, 0.3, pos.shape),
                       angular_velocities=rng.normal(0.0, 1000.0, pos.shape))
+    sim.setup()
     m0 = sim.measure()
     sim.run(6000)
     m1 = sim.measure()

@@ -10,8 +10,8 @@ Units SI. Stress is compression-positive. Materials: the constructor's E, nu, mu
 material 0; `add_material` adds more, particles and walls name theirs (default 0), and each pair of
 materials gets its record by the usual mixing (`pair_record`), friction overridable per pair
 (`set_pair_friction`), rolling and twisting resistance likewise (`rolling=`, `twisting=`,
-`set_rolling`, `set_pair_rolling`: contact.rolling). The pair-dependent Hertz quantities (R*, 4/3 E* sqrt(R*)) are set per pair
-row when the neighbour list is built (engine.neighbours).
+`set_rolling`, `set_pair_rolling`: contact.rolling). The pair-dependent Hertz quantities (R*,
+4/3 E* sqrt(R*)) are set per pair row when the neighbour list is built (engine.neighbours).
 All state lives in numpy arrays (`state_dict()`), which is what checkpoints hold; output reads
 copies and never changes state.
 """
