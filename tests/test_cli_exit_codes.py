@@ -88,8 +88,11 @@ def test_interrupted_command_exits_130(tmp_path, signum):
     """`graindem demo` (no simulation driver of its own) stopped by Ctrl-C or a scheduler's SIGTERM."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    # SIG_DFL in the child: a suite started in the background of a shell inherits SIGINT ignored, and
+    # Python then keeps ignoring it instead of raising KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, "-m", "graindem.cli", "demo", "--skip-biaxial", "--out",
-                             str(tmp_path / "d")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             str(tmp_path / "d")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     proc.stdout.readline()  # "graindem demo: results go to ...": the command is running
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)

@@ -359,7 +359,9 @@ def test_documented_example_loads_and_docs_tables_match_schema(tmp_path):
     path = tmp_path / "example.toml"
     path.write_text(_toml_block(doc))
     cfg = scenario.load_scenario(path)
-    assert cfg["contact"] == {"law": "jaeger", "xi": 0.1}
+    # the example switches rolling and twisting resistance on; their optional keys take their defaults
+    assert cfg["contact"] == {"law": "jaeger", "xi": 0.1, "rolling_friction": 0.1, "rolling_damping": 0.0,
+                              "rolling_stiffness": None, "twisting": True, "twisting_damping": 0.0}
     assert cfg["material"]["E"] == 70e9 and isinstance(cfg["material"]["E"], float)
     assert cfg["simulation"]["dt"] is None and cfg["simulation"]["dt_fraction"] == 0.2
     assert cfg["particles"]["file"] is None and cfg["boundary"]["box"] is None
