@@ -23,7 +23,9 @@ Step (velocity Verlet, all inside run_grains):
      last rebuild. The bounding sphere is centred at the grain's centre of mass, so a rotation never
      moves it: the translation alone bounds what the skin must cover, whatever the spin;
   4. forces: gravity, grain pairs (node-to-level-set, contact.levelset_contact) through the
-     minimum image of the periodic cell (core.cell), walls;
+     minimum image of the periodic cell (core.cell), walls; with the "hertz_curvature" law the
+     whole step runs in bodies.levelset_hertz instead (one Hertzian contact row per pair), which
+     reuses kick_drift, kick and rebuild from here;
   5. half kick.
 Motions: MOTION_DYNAMIC; MOTION_FIXED (never moves, infinite mass); MOTION_KINEMATIC (moves with its
 prescribed velocity and angular velocity whatever the forces; forces on it are still summed, so
@@ -266,6 +268,40 @@ def rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
 
 
 @njit
+def kick_drift(dt, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, Lb, R):
+    """Steps 1-2 of a step: half kick, drift and the rotations; Lb (3,), R (3, 3) are scratch."""
+    hdt = 0.5 * dt
+    for g in range(pos.shape[0]):
+        if motion[g] == MOTION_DYNAMIC:
+            for d in range(3):
+                vel[g, d] += force[g, d] / mass[g] * hdt
+                angmom[g, d] += torque[g, d] * hdt
+                pos[g, d] += vel[g, d] * dt
+            quat_to_matrix(quat[g], R)
+            for a in range(3):
+                Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]
+            free_rotor(quat[g], Lb, inertia[g], dt)
+            # L in world axes is unchanged by a free rotation: Lb only moved with the body
+        elif motion[g] == MOTION_KINEMATIC:
+            for d in range(3):
+                pos[g, d] += vel[g, d] * dt
+            turn_by_world_spin(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
+    update_rotations(quat, rot, angmom, inertia, omega, motion)
+
+
+@njit
+def kick(dt, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque):
+    """Step 5 of a step: the second half kick and the rotations."""
+    hdt = 0.5 * dt
+    for g in range(vel.shape[0]):
+        if motion[g] == MOTION_DYNAMIC:
+            for d in range(3):
+                vel[g, d] += force[g, d] / mass[g] * hdt
+                angmom[g, d] += torque[g, d] * hdt
+    update_rotations(quat, rot, angmom, inertia, omega, motion)
+
+
+@njit
 def run_grains(n_steps, dt, skin, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
                t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, force, torque, gravity,
                cell, periodic, wall_point, wall_normal, law, k_normal, kt_ratio, mu, zeta, both, hist_off, shear,
@@ -273,44 +309,22 @@ def run_grains(n_steps, dt, skin, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h
                cp_x, cp_f, energy, gctl):
     """Advance up to n_steps steps; returns the number done (fewer when `pairs` must grow: the caller
     grows it and calls again, the step in hand is redone from its start)."""
-    n_grains = pos.shape[0]
     Lb = np.empty(3)
     R = np.empty((3, 3))
-    hdt = 0.5 * dt
     half_skin2 = 0.25 * skin * skin
     for it in range(n_steps):
         if max_drift2(pos, pos_build, cell, periodic) > half_skin2:
             if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
                 return it
         step = gctl[GC_STEP] + 1
-        for g in range(n_grains):
-            if motion[g] == MOTION_DYNAMIC:
-                for d in range(3):
-                    vel[g, d] += force[g, d] / mass[g] * hdt
-                    angmom[g, d] += torque[g, d] * hdt
-                    pos[g, d] += vel[g, d] * dt
-                quat_to_matrix(quat[g], R)
-                for a in range(3):
-                    Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]
-                free_rotor(quat[g], Lb, inertia[g], dt)
-                # L in world axes is unchanged by a free rotation: Lb only moved with the body
-            elif motion[g] == MOTION_KINEMATIC:
-                for d in range(3):
-                    pos[g, d] += vel[g, d] * dt
-                turn_by_world_spin(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
+        kick_drift(dt, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, Lb, R)
         gctl[GC_NCP] = grain_forces(step, dt, pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin,
                                     t_h, t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion,
                                     radius, force, torque, gravity, cell, periodic, wall_point, wall_normal, law,
                                     k_normal, kt_ratio, mu, zeta, both, hist_off, shear, partner, last_step,
                                     sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
                                     energy)
-        for g in range(n_grains):
-            if motion[g] == MOTION_DYNAMIC:
-                for d in range(3):
-                    vel[g, d] += force[g, d] / mass[g] * hdt
-                    angmom[g, d] += torque[g, d] * hdt
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
+        kick(dt, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque)
         gctl[GC_STEP] = step
     return n_steps
 
@@ -371,6 +385,7 @@ class LevelSetBodies:
         self.pos_build = np.full((G, 3), np.inf)  # forces a rebuild at the first step
         self.gctl = np.zeros(N_GC, dtype=np.int64)
         self.energy = np.zeros(1)
+        self.hertz = None  # the rows of the "hertz_curvature" law (bodies.levelset_hertz.HertzRows), if it runs
         self._scratch()
         update_rotations(self.quat, self.rot, self.angmom, self.inertia, self.omega, self.motion)
 
@@ -408,6 +423,8 @@ class LevelSetBodies:
 
     def forces(self, dt, gravity, cell, periodic, walls, contact, skin):
         """Forces at the current state (before the first step, and after a restart that lost them)."""
+        if self.hertz is not None:  # the "hertz_curvature" law: its own pass (bodies.levelset_hertz)
+            return self.hertz.forces(self, dt, gravity, cell, periodic, walls, contact, skin)
         self.ensure_pairs(cell, periodic, skin)
         self.gctl[GC_NCP] = grain_forces(
             int(self.gctl[GC_STEP]), dt, self.pairs, int(self.gctl[GC_NPAIRS]), *self._template_args(), self.pos,
@@ -416,6 +433,8 @@ class LevelSetBodies:
             self.partner, self.last_step, *self._scratch_args())
 
     def run(self, steps, dt, gravity, cell, periodic, walls, contact, skin):
+        if self.hertz is not None:
+            return self.hertz.run(self, steps, dt, gravity, cell, periodic, walls, contact, skin)
         left = int(steps)
         while left > 0:
             done = run_grains(left, dt, skin, *self._template_args(), self.pos, self.vel, self.quat, self.rot,
@@ -480,7 +499,10 @@ class LevelSetBodies:
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
-        return {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        d = {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        if self.hertz is not None:
+            d.update(self.hertz.state_arrays())
+        return d
 
     @classmethod
     def from_state(cls, arrays):
@@ -488,6 +510,7 @@ class LevelSetBodies:
         surface meshes (surfaces()) are not available after a restart."""
         self = cls.__new__(cls)
         self.templates = None
+        self.hertz = None  # attached by the Simulation when its law is "hertz_curvature"
         for name in self.STATE:
             setattr(self, name, np.ascontiguousarray(np.array(arrays["grain_" + name])))
         self._scratch()

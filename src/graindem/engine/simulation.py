@@ -24,6 +24,9 @@ from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
 from ..bodies.levelset import GC_STEP, MOTION_DYNAMIC, MOTIONS, LevelSetBodies, node_contact_time_step
 from ..contact.levelset_contact import LAWS as LEVELSET_LAWS
+from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE, HertzRows
+from ..bodies.levelset_hertz import contact_settings as hertz_contact_settings
+from ..bodies.levelset_hertz import critical_time_step as hertz_critical_time_step
 from ..contact.store import HistoryStore, BYTES_PER_POINT
 from ..core.cell import CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, N_CELL, minimum_image
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_VISC_WORK, ACC_WALL,
@@ -362,12 +365,24 @@ class Simulation:
                                     "material": int(material), "motion": MOTIONS[motion]})
         return np.arange(first, first + m)
 
-    def set_grain_contact(self, stiffness, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both"):
+    def set_grain_contact(self, stiffness=None, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both",
+                          tangential=None, radius_rule="elliptic", curvature_limit=10.0):
         """The node-to-level-set contact of the level-set grains (contact.levelset_contact): law "area"
         (stiffness k_s per unit area, Pa/m) or "node" (k_n per node, N/m); tangential/normal node
         stiffness kt_ratio in (0, 10]; damping_ratio in [0, 1] of each contact as a linear oscillator;
         contact "both" (each grain's nodes in the other's level set, half weight each) or "one". The
-        friction coefficient is the material pair's (pair_record)."""
+        friction coefficient is the material pair's (pair_record).
+        law "hertz_curvature" (bodies.levelset_hertz): one Hertzian contact per convex grain pair and
+        grain-wall pair, E and nu of the material pair, effective radius from the local curvatures
+        (radius_rule, bounded by curvature_limit x the volume-equivalent R*), tangential law
+        `tangential` (default: the Simulation's law; xi and kt_linear as for spheres), normal damping
+        ratio damping_ratio; no stiffness (it comes from the materials)."""
+        if law == HERTZ_CURVATURE:
+            if stiffness is not None:
+                raise ValueError("stiffness must be None for law 'hertz_curvature' (the materials' E and nu set it)")
+            self.grain_contact = hertz_contact_settings(self.law_name if tangential is None else tangential,
+                                                        radius_rule, curvature_limit, damping_ratio)
+            return
         if law not in LEVELSET_LAWS:
             raise ValueError(f"law must be one of {sorted(LEVELSET_LAWS)}, got {law!r}")
         k = _pos_finite("stiffness", stiffness)
@@ -388,13 +403,18 @@ class Simulation:
             raise ValueError("level-set grains need their contact: call set_grain_contact first")
         if not self._box_set:
             raise ValueError("no domain: call set_box first")
+        hertz = self.grain_contact["law"] == HERTZ_CURVATURE
         mats = sorted({b["material"] for b in self._grain_batches})
         mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
-        if len(mus) > 1:
+        if len(mus) > 1 and not hertz:
             raise ValueError("level-set grains whose material pairs differ in friction are not supported yet")
         self.grain_contact["mu"] = mus.pop()
         self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials)
         g = self.grains
+        if hertz:  # the law's rows and material-pair records (R* = 1), kept in the checkpoint
+            m = self.materials.shape[0]
+            mtab = np.array([self.pair_record(a, b) for a in range(m) for b in range(m)])
+            g.hertz = HertzRows(g, mtab, self._wall_materials, self.materials, self.energy_accounting)
         rmax = float(g.radius.max())
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         self._new_cell(2.0 * rmax + self.skin)
@@ -444,6 +464,8 @@ class Simulation:
         half its mass (two such grains) -- a bound, so dt below it is stable for any patch."""
         g = self.grains
         c = self.grain_contact
+        if g.hertz is not None:
+            return hertz_critical_time_step(g, c, g.hertz.mtab, self.materials, self.reference_overlap)
         dyn = g.motion == MOTION_DYNAMIC
         if not np.any(dyn):
             return math.inf
@@ -1038,6 +1060,9 @@ class Simulation:
 
     def measure(self):
         """Measurements of the current state (never changes the state)."""
+        if self.grain_contact is not None and self.grain_contact["law"] == HERTZ_CURVATURE:
+            self.setup()
+            return self._grain_hertz_measure()
         c = self.contact_arrays()
         sig = self.stress()
         n_c = int(c["N"].size)
@@ -1099,6 +1124,22 @@ class Simulation:
             "dt_over_dt_crit": self.dt / self.critical_time_step(),
         }
 
+    def _grain_hertz_measure(self):
+        """measure() of level-set grains with the "hertz_curvature" law: step, time, energies (J) and
+        contact counts. With walls at rest, kinetic + gravity_potential + elastic_normal_energy +
+        tangential_energy + frictional_dissipation + viscous_dissipation stays constant (the last
+        three counted with energy_accounting on; tangential_energy + frictional_dissipation =
+        tangential_work)."""
+        g = self.grains
+        out = {"step": self.step_count, "time": self.time, "kinetic_energy": g.kinetic_energy(),
+               "gravity_potential": -float(np.sum(g.mass[g.motion == MOTION_DYNAMIC, None]
+                                                  * g.pos[g.motion == MOTION_DYNAMIC] * self.gravity))}
+        out.update(g.hertz.energies(g, self.grain_contact))
+        c = g.hertz.contacts(g)
+        out["n_contacts"] = int(np.sum(c["pair"][:, 1] >= 0))
+        out["n_wall_contacts"] = int(np.sum(c["pair"][:, 1] < 0))
+        return out
+
     # ---------------------------------------------------------------- state
     ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "prm", "cell",
               "ctl", "ictl", "walls", "wcand", "pstart", "pi", "pj", "pfs", "pist", "pcq", "wfs", "wist", "wcq",
@@ -1147,6 +1188,8 @@ class Simulation:
             setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
         sim.grains = LevelSetBodies.from_state(arrays)
         sim.grain_contact = dict(meta["grain_contact"])
+        if sim.grain_contact.get("law") == HERTZ_CURVATURE:
+            sim.grains.hertz = HertzRows.from_state(sim.grains, arrays, sim.materials)
         sim.periodic = np.array(meta["periodic"], dtype=bool)
         sim.box_lo = np.array(meta["box_lo"])
         sim.box_hi = np.array(meta["box_hi"])
