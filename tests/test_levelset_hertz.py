@@ -138,7 +138,7 @@ def _bench():
 def test_quick_engine_cases_within_tolerance():
     bench = _bench()
     cfg = dict(bench.QUICK)
-    cases = bench.impact_cases(cfg)
+    cases = bench.impact_cases(cfg, laws=("jaeger",))  # the benchmark runs all four
     cases.update(bench.bulk_modulus_case(cfg))
     for name, c in cases.items():
         assert c["error"] <= c["tolerance"], (name, c)

@@ -53,6 +53,10 @@ from .levelset import GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, kick,
 
 LAW_NAME = "hertz_curvature"
 
+# a cold start runs Newton only when some surface node lies within this many of A's grid cells of the
+# other body (or inside it)
+NEWTON_REACH = 2.0
+
 # row record (prow, wrow), float64
 H_X = 0       # contact point minus grain i's centre at the last step (Newton's warm start)
 H_WARM = 3    # 1.0: H_X is a converged Newton point
@@ -128,7 +132,9 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
             if kindB == SG.BODY_LEVELSET:
                 best = deepest_node_within(nodesB, posB, rotB, SG.BODY_LEVELSET, cA, oA, hA, posA, rotA, reachA2,
                                            best, x0)
-            if math.isfinite(best):
+            # every node more than NEWTON_REACH grid cells outside the other body: apart (the surface
+            # between nodes dips far less), and Newton would only wander outside the grids
+            if best <= NEWTON_REACH * hA:
                 SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA,
                                     max_iter, geom)
             else:
