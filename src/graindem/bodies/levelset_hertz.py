@@ -7,8 +7,9 @@ elliptical Hertz and the sphere engine's contact):
    grain j, or grain to wall), overlap delta and principal relative curvatures lam1 <= lam2, by
    Newton steps on the two tricubic spline level sets. Newton starts from the row's last converged
    point carried with grain i (kept while the pair is within the grids' reach, touching or not), or
-   else from the deepest surface node of either grain in the other (nodes outside the other
-   grain's bounding sphere skipped).
+   else from the deepest surface node of either grain in the other (`shape_geometry.deepest_node`,
+   nodes outside the other grain's bounding sphere skipped) when that node lies within
+   NEWTON_REACH grid cells of it.
 2. Frame and shift by the spheres' rule (`contact.frames`): the frame quaternion turns by tilt and
    the pair's mean spin; the shift increment is the relative velocity of the two material points
    at x, projected on the contact plane, times dt (velocities at the half step, as for spheres).
@@ -83,31 +84,6 @@ def template_coef(t_coef, t_coef_off, t_coef_shape, t):
 
 
 @njit
-def deepest_node_within(nodes, posO, rotO, kindP, cP, oP, hP, posP, rotP, reach2, best, xbest):
-    """`shape_geometry.deepest_node` over the nodes of O that lie within sqrt(reach2) of P's centre
-    (the others cannot be inside P, whose bounding sphere that is); reach2 = inf: every node."""
-    for k in range(nodes.shape[0]):
-        b0 = nodes[k, 0]
-        b1 = nodes[k, 1]
-        b2 = nodes[k, 2]
-        x0 = posO[0] + rotO[0, 0] * b0 + rotO[0, 1] * b1 + rotO[0, 2] * b2
-        x1 = posO[1] + rotO[1, 0] * b0 + rotO[1, 1] * b1 + rotO[1, 2] * b2
-        x2 = posO[2] + rotO[2, 0] * b0 + rotO[2, 1] * b1 + rotO[2, 2] * b2
-        d0 = x0 - posP[0]
-        d1 = x1 - posP[1]
-        d2 = x2 - posP[2]
-        if d0 * d0 + d1 * d1 + d2 * d2 > reach2:
-            continue
-        v = SG.body_value(kindP, cP, oP, hP, posP, rotP, 0.0, x0, x1, x2)
-        if v < best:
-            best = v
-            xbest[0] = x0
-            xbest[1] = x1
-            xbest[2] = x2
-    return best
-
-
-@njit
 def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, vA, wA, vB, wB, dt, rule, r_limit,
                    max_iter, geom, x0):
     """Geometry, frame turn and shift of row c, the contact of grain A and body B (a grain or a
@@ -128,10 +104,10 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
             SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA, max_iter,
                                 geom)
         if not warm or geom[SG.G_FLAG] != SG.GEOM_NEWTON:
-            best = deepest_node_within(nodesA, posA, rotA, kindB, cB, oB, hB, posB, rotB, reachB2, np.inf, x0)
+            best = SG.deepest_node(nodesA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, np.inf, x0, reachB2)
             if kindB == SG.BODY_LEVELSET:
-                best = deepest_node_within(nodesB, posB, rotB, SG.BODY_LEVELSET, cA, oA, hA, posA, rotA, reachA2,
-                                           best, x0)
+                best = SG.deepest_node(nodesB, posB, rotB, SG.BODY_LEVELSET, cA, oA, hA, posA, rotA, 0.0, best, x0,
+                                       reachA2)
             # every node more than NEWTON_REACH grid cells outside the other body: apart (the surface
             # between nodes dips far less), and Newton would only wander outside the grids
             if best <= NEWTON_REACH * hA:
