@@ -28,7 +28,9 @@ Step (velocity Verlet, all inside run_grains):
      grain's centre of mass, so a rotation never moves it: the translation alone bounds what the
      skin must cover, whatever the spin;
   4. forces: gravity, grain pairs (node-to-level-set, contact.levelset_contact) through the
-     minimum image of the (possibly sheared) cell, walls; the stress and the wall forces;
+     minimum image of the (possibly sheared) cell, walls; the stress and the wall forces (with the
+     "hertz_curvature" law: one Hertzian contact row per pair, bodies.levelset_hertz, on the same
+     step: it calls servo, move_walls, drift_grains, rebuild and half_kick from here);
   5. half kick.
 Both half kicks apply Cundall's local damping (Simulation's local_damping) when it is set.
 Motions: MOTION_DYNAMIC; MOTION_FIXED (never moves, infinite mass); MOTION_KINEMATIC (moves with its
@@ -568,6 +570,7 @@ class LevelSetBodies:
         self.energy = np.zeros(N_ENERGY)
         self.mu_tab = np.ascontiguousarray(mu_tab, dtype=np.float64)
         self.wall_mat = np.asarray(wall_mat, dtype=np.int64).reshape(-1)
+        self.hertz = None  # the rows of the "hertz_curvature" law (bodies.levelset_hertz.HertzRows), if it runs
         self._scratch()
         update_rotations(self.quat, self.rot, self.angmom, self.inertia, self.omega, self.motion)
 
@@ -620,6 +623,8 @@ class LevelSetBodies:
     def forces(self, dt, gravity, cell, periodic, walls, contact, skin, limit, acc):
         """Forces at the current state (before the first step): a force evaluation whose contact
         histories count as the step before the first."""
+        if self.hertz is not None:  # the "hertz_curvature" law: its own pass (bodies.levelset_hertz)
+            return self.hertz.forces(self, dt, gravity, cell, periodic, walls, contact, skin, limit, acc)
         self.ensure_pairs(cell, periodic, skin)
         n_cp = grain_forces(
             int(self.gctl[GC_STEP]), dt, self.pairs, int(self.gctl[GC_NPAIRS]), *self._template_args(), self.pos,
@@ -631,6 +636,9 @@ class LevelSetBodies:
 
     def run(self, steps, dt, gravity, cell, ctl, ictl, periodic, walls, contact, skin, limit, acc):
         """Advance `steps` steps; returns (steps done, diverged)."""
+        if self.hertz is not None:
+            return self.hertz.run(self, steps, dt, gravity, cell, ctl, ictl, periodic, walls, contact, skin, limit,
+                                  acc)
         left = int(steps)
         done = 0
         while left > 0:
@@ -717,7 +725,10 @@ class LevelSetBodies:
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
-        return {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        d = {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        if self.hertz is not None:
+            d.update(self.hertz.state_arrays())
+        return d
 
     @classmethod
     def from_state(cls, arrays):
@@ -725,6 +736,7 @@ class LevelSetBodies:
         surface meshes (surfaces()) are not available after a restart."""
         self = cls.__new__(cls)
         self.templates = None
+        self.hertz = None  # attached by the Simulation when its law is "hertz_curvature"
         for name in self.STATE:
             if "grain_" + name not in arrays and name in cls._OPTIONAL:
                 continue
