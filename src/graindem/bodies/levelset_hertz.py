@@ -12,7 +12,9 @@ elliptical Hertz and the sphere engine's contact):
    NEWTON_REACH grid cells of it.
 2. Frame and shift by the spheres' rule (`contact.frames`): the frame quaternion turns by tilt and
    the pair's mean spin; the shift increment is the relative velocity of the two material points
-   at x, projected on the contact plane, times dt (velocities at the half step, as for spheres).
+   at x, projected on the contact plane, times dt (velocities at the half step, as for spheres);
+   in a deforming periodic cell the image of grain j moves relative to grain i with the cell's
+   affine flow between the two centres on top of its own velocity (as in `contact.levelset_contact`).
 3. Law: `laws.contact_step` on the material pair's parameter record at R* = 1 (`Simulation.
    pair_record`), every force scaled by sqrt(R), R the effective radius of the rule
    (`contact.shape_hertz`, default "elliptic") bounded by curvature_limit x R_ref (R_ref: the
@@ -22,6 +24,14 @@ elliptical Hertz and the sphere engine's contact):
    `contact.shaped_single` for what that approximates).
 4. Optional normal damping: f_d = -2 zeta sqrt(m_eff k_n) v_n with Hertz's tangent stiffness
    k_n = 3/2 N/delta (a constant coefficient of restitution for each zeta, as the spheres' law).
+5. Stress and walls: each contact force adds to the Love-Weber stress and the wall forces in `acc`
+   as the node laws' forces do (force on i times the branch from j's image to i; force on a wall
+   times the vector from the grain's centre to the contact point), so the cell's servo, the walls'
+   work and measure() read them alike. Walls move with their velocities.
+
+Step: `levelset.run_grains`' step (servo, move_walls, drift_grains with the cell's affine flow and
+local damping, the neighbour rebuild by the same rule, half_kick) with these forces (`run_hertz`).
+Friction: the material pair's from the grains' table (LevelSetBodies.mu_tab, `set_friction`).
 
 Rows. Pair rows are parallel to the listed grain pairs and keyed by (i, j) in `hkey`; at a
 neighbour rebuild every row is carried to the new position of its pair (`rebuild_rows`), and a row

@@ -590,7 +590,8 @@ class Simulation(DeformableGrains):
         if i >= 0:
             particles = [i] + ([j] if j >= 0 else [])
             contacts = [(i, j)]
-            msg = (f"run diverged at step {step}: a node of grain {i} penetrates {self._grain_partner(j)} deeper "
+            what = "the contact point of grain" if g.hertz is not None else "a node of grain"
+            msg = (f"run diverged at step {step}: {what} {i} penetrates {self._grain_partner(j)} deeper "
                    f"than diverge_overlap = {self.diverge_overlap} of the smaller bounding radius (time step too "
                    "large or energy blow-up)")
         else:
