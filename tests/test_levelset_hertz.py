@@ -142,3 +142,52 @@ def test_quick_engine_cases_within_tolerance():
     cases.update(bench.bulk_modulus_case(cfg))
     for name, c in cases.items():
         assert c["error"] <= c["tolerance"], (name, c)
+
+
+def flowing_pair(grain, dt, gap=0.02):
+    """Two grains meeting along x across the cell's x face while the cell is compressed and sheared
+    (no gravity, no walls): the law's forces feed the stress, the cell's work and the energy balance."""
+    L7 = 7.0  # the sheared cell's heights stay above two neighbour cutoffs
+    sim = Simulation(law="jaeger", E=1e5, nu=0.3, mu=0.4, density=1.0, dt=dt, allow_unstable_dt=True,
+                     energy_accounting=True)
+    sim.set_box((0, 0, 0), (L7, L7, L7), periodic=(True, True, True))
+    sim.set_grain_contact(law="hertz_curvature", damping_ratio=0.1)
+    half = float(grain.bounding_radius) + 0.5 * gap
+    a = np.array([L7 - 0.5 * half, 3.0, 3.0])
+    sim.add_grains(grain, [a, a + np.array([2.0 * half, 0.1, 0.05]) - np.array([L7, 0.0, 0.0])],
+                   velocities=[(0.2, 0.0, 0.0), (-0.2, 0.02, 0.0)],
+                   angular_velocities=[(0.0, 0.0, 0.3), (0.2, 0.0, 0.0)])
+    sim.control_axis(0, strain_rate=-0.15)
+    sim.control_shear("xy", 0.4)
+    return sim
+
+
+def test_stress_and_cell_work_of_the_law_in_a_deforming_cell():
+    """sigma V = F (x) l of the one contact (F on the second grain, l its branch through the sheared
+    cell), from the grains' own forces; and the energy balance with the cell's work closes to an
+    error that falls with the time step (level-set spheres: R constant along the contact)."""
+    sphere = LevelSetGrain.sphere(0.6, spacing=0.05, n_nodes=200)
+    errs = []
+    for dt in (2e-3, 5e-4):
+        sim = flowing_pair(sphere, dt)
+        checked = False
+        worst = 0.0
+        terms = 0.0
+        for _ in range(int(round(0.6 / dt / 10))):
+            sim.run(10)
+            m = sim.measure()
+            worst = max(worst, abs(m["energy_balance_error"]))
+            terms = max(terms, m["kinetic_energy"], abs(m["boundary_work"]), m["elastic_normal_energy"])
+            if m["n_contacts"] == 1 and not checked:
+                g = sim.grains
+                h = sim.cell_matrix
+                d = g.pos[1] - g.pos[0]
+                d = d - h.T @ np.round(np.linalg.solve(h.T, d))
+                expected = np.outer(g.force[1], d) / sim.volume
+                np.testing.assert_allclose(sim.stress(), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+                assert np.trace(sim.stress()) > 0.0
+                checked = True
+        assert checked, "the grains must touch"
+        assert abs(m["boundary_work"]) > 1e-3 * terms, "the cell must work on the contact"
+        errs.append(worst / terms)
+    assert errs[1] < 3e-4 and errs[1] < 0.5 * errs[0], errs
