@@ -151,7 +151,7 @@ def flowing_pair(grain, dt, gap=0.02):
     sim = Simulation(law="jaeger", E=1e5, nu=0.3, mu=0.4, density=1.0, dt=dt, allow_unstable_dt=True,
                      energy_accounting=True)
     sim.set_box((0, 0, 0), (L7, L7, L7), periodic=(True, True, True))
-    sim.set_grain_contact(law="hertz_curvature", damping_ratio=0.1)
+    sim.set_grain_contact(law="hertz_curvature")  # undamped: the dashpot's work is booked to first order only
     half = float(grain.bounding_radius) + 0.5 * gap
     a = np.array([L7 - 0.5 * half, 3.0, 3.0])
     sim.add_grains(grain, [a, a + np.array([2.0 * half, 0.1, 0.05]) - np.array([L7, 0.0, 0.0])],
@@ -190,4 +190,5 @@ def test_stress_and_cell_work_of_the_law_in_a_deforming_cell():
         assert checked, "the grains must touch"
         assert abs(m["boundary_work"]) > 1e-3 * terms, "the cell must work on the contact"
         errs.append(worst / terms)
-    assert errs[1] < 3e-4 and errs[1] < 0.5 * errs[0], errs
+    # second order: 1.3e-3 at dt, 1.4e-4 at dt/4
+    assert errs[1] < 3e-4 and errs[1] < 0.25 * errs[0], errs

@@ -1266,7 +1266,7 @@ class Simulation(DeformableGrains):
 
     def measure(self):
         """Measurements of the current state (never changes the state)."""
-        if self.grains is not None:
+        if self.grains is not None or self._grain_batches:
             self.setup()
             return self._grain_measure()
         c = self.contact_arrays()
