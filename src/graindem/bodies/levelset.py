@@ -30,7 +30,7 @@ Step (velocity Verlet, all inside run_grains):
   4. forces: gravity, grain pairs (node-to-level-set, contact.levelset_contact) through the
      minimum image of the (possibly sheared) cell, walls; the stress and the wall forces (with the
      "hertz_curvature" law: one Hertzian contact row per pair, bodies.levelset_hertz, on the same
-     step: it calls servo, move_walls, drift_grains, rebuild and half_kick from here);
+     step: it calls start_step, rebuild, walls_half_work and half_kick from here);
   5. half kick.
 Both half kicks apply Cundall's local damping (Simulation's local_damping) when it is set.
 Motions: MOTION_DYNAMIC; MOTION_FIXED (never moves, infinite mass); MOTION_KINEMATIC (moves with its
@@ -443,6 +443,35 @@ def drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, m
 
 
 @njit
+def neighbour_cutoff(radius, skin):
+    """2 r_max + skin: the largest centre distance the neighbour list covers."""
+    rmax = 0.0
+    for g in range(radius.shape[0]):
+        rmax = max(rmax, radius[g])
+    return 2.0 * rmax + skin
+
+
+@njit
+def start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+               gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl):
+    """The first half of a step, whatever the contact law: the cell's servo (on the stress of the
+    last forces), the walls' move, half kick and drift with the cell's flow, the rotations. Returns
+    (ok, stale): not ok if a grain's state is not finite (gctl names the status); stale when the
+    skin no longer covers what moved since the last rebuild (centres relative to the affine flow,
+    the cell's stretch and tilt)."""
+    servo(cell, ctl, ictl, acc)
+    move_walls(walls, acc, dt)
+    if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                        gravity, cell, energy):
+        gctl[GC_STATUS] = STATUS_DIVERGED
+        gctl[GC_BAD_I] = -1
+        return False, False
+    update_rotations(quat, rot, angmom, inertia, omega, motion)
+    stretch, flip = deformation_since_build(cell)
+    return True, flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin
+
+
+@njit
 def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius,
                 pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque, gravity,
                 cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear,
@@ -483,21 +512,13 @@ def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_orig
     half kick."""
     gctl[GC_STATUS] = STATUS_DONE
     alpha = ctl[CTL_LOCAL_DAMP]
-    rmax = 0.0
-    for g in range(pos.shape[0]):
-        rmax = max(rmax, radius[g])
-    cutoff = 2.0 * rmax + skin
+    cutoff = neighbour_cutoff(radius, skin)
     for it in range(n_steps):
-        servo(cell, ctl, ictl, acc)
-        move_walls(walls, acc, dt)
-        if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
-                            gravity, cell, energy):
-            gctl[GC_STATUS] = STATUS_DIVERGED
-            gctl[GC_BAD_I] = -1
+        ok, stale = start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
+                               force, torque, gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl)
+        if not ok:
             return it
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
-        stretch, flip = deformation_since_build(cell)
-        if flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin:
+        if stale:
             if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
                 gctl[GC_STATUS] = STATUS_PAIRS_FULL
                 return it

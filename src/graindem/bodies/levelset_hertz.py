@@ -29,7 +29,7 @@ elliptical Hertz and the sphere engine's contact):
    times the vector from the grain's centre to the contact point), so the cell's servo, the walls'
    work and measure() read them alike. Walls move with their velocities.
 
-Step: `levelset.run_grains`' step (servo, move_walls, drift_grains with the cell's affine flow and
+Step: `levelset.run_grains`' step (`levelset.start_step`: servo, walls, drift with the cell's affine flow and
 local damping, the neighbour rebuild by the same rule, half_kick) with these forces (`run_hertz`).
 Friction: the material pair's from the grains' table (LevelSetBodies.mu_tab, `set_friction`).
 
@@ -58,14 +58,13 @@ from ..contact.laws import TANGENTIAL_LAWS, law_id, separate, tangential_energy
 from ..contact.rows import step_jaeger_outlined, step_linear, step_md_incremental, step_mindlin
 from ..contact.levelset_spline import spline_coefficients
 from ..contact.shape_hertz import effective_radius, radius_rule
-from ..contact.levelset_contact import E_NORMAL, E_SLIDING
+from ..contact.levelset_contact import E_NORMAL, E_SLIDING, add_stress
 from ..contact.store import M_CAPACITY, M_LIVE, HistoryStore
-from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, deformation_since_build, is_sheared
+from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheared
 from ..core.layout import ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
-from ..boundaries.servo import servo
 from .levelset import (GC_BAD_I, GC_BAD_J, GC_NCONTACTS, GC_NCP, GC_NEED, GC_NPAIRS, GC_STATUS, GC_STEP,
-                       MOTION_DYNAMIC, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL, affine_drift2, drift_grains,
-                       half_kick, move_walls, pair_image, rebuild, update_rotations, walls_half_work)
+                       MOTION_DYNAMIC, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL, half_kick, neighbour_cutoff,
+                       pair_image, rebuild, start_step, update_rotations, walls_half_work)
 
 LAW_NAME = "hertz_curvature"
 
@@ -354,15 +353,7 @@ def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env,
             acc[ACC_WALL + 3 * w] += fx
             acc[ACC_WALL + 3 * w + 1] += fy
             acc[ACC_WALL + 3 * w + 2] += fz
-        acc[ACC_STRESS + 0] += fx * l0
-        acc[ACC_STRESS + 1] += fx * l1
-        acc[ACC_STRESS + 2] += fx * l2
-        acc[ACC_STRESS + 3] += fy * l0
-        acc[ACC_STRESS + 4] += fy * l1
-        acc[ACC_STRESS + 5] += fy * l2
-        acc[ACC_STRESS + 6] += fz * l0
-        acc[ACC_STRESS + 7] += fz * l1
-        acc[ACC_STRESS + 8] += fz * l2
+        add_stress(acc, fx, fy, fz, l0, l1, l2)
         if n_cp < cp_x.shape[0]:
             for d in range(3):
                 cp_x[n_cp, d] = geom[SG.G_X + d]
@@ -475,24 +466,16 @@ def run_hertz(law_step, count, mode, n_steps, dt, skin, limit, tmpls, grains, en
     if mode == MODE_FINISH:
         return 1 if finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, rows, nbr, out) else 0
     alpha = ctl[CTL_LOCAL_DAMP]
-    rmax = 0.0
-    for g in range(pos.shape[0]):
-        rmax = max(rmax, radius[g])
-    cutoff = 2.0 * rmax + skin
+    cutoff = neighbour_cutoff(radius, skin)
     for it in range(n_steps):
         # each row pushes at most one history point a step, and a rebuild lists at most len(hkey) pairs
         if meta[M_CAPACITY] - meta[M_LIVE] < hkey.shape[0] + wfs.shape[0]:
             return it
-        servo(cell, ctl, ictl, acc)
-        move_walls(walls, acc, dt)
-        if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
-                            gravity, cell, energy):
-            gctl[GC_STATUS] = STATUS_DIVERGED
-            gctl[GC_BAD_I] = -1
+        ok, stale = start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
+                               force, torque, gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl)
+        if not ok:
             return it
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
-        stretch, flip = deformation_since_build(cell)
-        if flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin:
+        if stale:
             if not rebuild_rows(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, hctl, hkey, pfs, pist,
                                 pcq, prow, hacc, pts, nxt, meta):
                 gctl[GC_STATUS] = STATUS_PAIRS_FULL
