@@ -28,7 +28,9 @@ Step (velocity Verlet, all inside run_grains):
      grain's centre of mass, so a rotation never moves it: the translation alone bounds what the
      skin must cover, whatever the spin;
   4. forces: gravity, grain pairs (node-to-level-set, contact.levelset_contact) through the
-     minimum image of the (possibly sheared) cell, walls; the stress and the wall forces;
+     minimum image of the (possibly sheared) cell, walls; the stress and the wall forces (with the
+     "hertz_curvature" law: one Hertzian contact row per pair, bodies.levelset_hertz, on the same
+     step: it calls start_step, rebuild, walls_half_work and half_kick from here);
   5. half kick.
 Both half kicks apply Cundall's local damping (Simulation's local_damping) when it is set.
 Motions: MOTION_DYNAMIC; MOTION_FIXED (never moves, infinite mass); MOTION_KINEMATIC (moves with its
@@ -441,6 +443,35 @@ def drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, m
 
 
 @njit
+def neighbour_cutoff(radius, skin):
+    """2 r_max + skin: the largest centre distance the neighbour list covers."""
+    rmax = 0.0
+    for g in range(radius.shape[0]):
+        rmax = max(rmax, radius[g])
+    return 2.0 * rmax + skin
+
+
+@njit
+def start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+               gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl):
+    """The first half of a step, whatever the contact law: the cell's servo (on the stress of the
+    last forces), the walls' move, half kick and drift with the cell's flow, the rotations. Returns
+    (ok, stale): not ok if a grain's state is not finite (gctl names the status); stale when the
+    skin no longer covers what moved since the last rebuild (centres relative to the affine flow,
+    the cell's stretch and tilt)."""
+    servo(cell, ctl, ictl, acc)
+    move_walls(walls, acc, dt)
+    if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                        gravity, cell, energy):
+        gctl[GC_STATUS] = STATUS_DIVERGED
+        gctl[GC_BAD_I] = -1
+        return False, False
+    update_rotations(quat, rot, angmom, inertia, omega, motion)
+    stretch, flip = deformation_since_build(cell)
+    return True, flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin
+
+
+@njit
 def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius,
                 pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque, gravity,
                 cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear,
@@ -481,21 +512,13 @@ def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_orig
     half kick."""
     gctl[GC_STATUS] = STATUS_DONE
     alpha = ctl[CTL_LOCAL_DAMP]
-    rmax = 0.0
-    for g in range(pos.shape[0]):
-        rmax = max(rmax, radius[g])
-    cutoff = 2.0 * rmax + skin
+    cutoff = neighbour_cutoff(radius, skin)
     for it in range(n_steps):
-        servo(cell, ctl, ictl, acc)
-        move_walls(walls, acc, dt)
-        if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
-                            gravity, cell, energy):
-            gctl[GC_STATUS] = STATUS_DIVERGED
-            gctl[GC_BAD_I] = -1
+        ok, stale = start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
+                               force, torque, gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl)
+        if not ok:
             return it
-        update_rotations(quat, rot, angmom, inertia, omega, motion)
-        stretch, flip = deformation_since_build(cell)
-        if flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin:
+        if stale:
             if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
                 gctl[GC_STATUS] = STATUS_PAIRS_FULL
                 return it
@@ -568,6 +591,7 @@ class LevelSetBodies:
         self.energy = np.zeros(N_ENERGY)
         self.mu_tab = np.ascontiguousarray(mu_tab, dtype=np.float64)
         self.wall_mat = np.asarray(wall_mat, dtype=np.int64).reshape(-1)
+        self.hertz = None  # the rows of the "hertz_curvature" law (bodies.levelset_hertz.HertzRows), if it runs
         self._scratch()
         update_rotations(self.quat, self.rot, self.angmom, self.inertia, self.omega, self.motion)
 
@@ -620,6 +644,8 @@ class LevelSetBodies:
     def forces(self, dt, gravity, cell, periodic, walls, contact, skin, limit, acc):
         """Forces at the current state (before the first step): a force evaluation whose contact
         histories count as the step before the first."""
+        if self.hertz is not None:  # the "hertz_curvature" law: its own pass (bodies.levelset_hertz)
+            return self.hertz.forces(self, dt, gravity, cell, periodic, walls, contact, skin, limit, acc)
         self.ensure_pairs(cell, periodic, skin)
         n_cp = grain_forces(
             int(self.gctl[GC_STEP]), dt, self.pairs, int(self.gctl[GC_NPAIRS]), *self._template_args(), self.pos,
@@ -631,6 +657,9 @@ class LevelSetBodies:
 
     def run(self, steps, dt, gravity, cell, ctl, ictl, periodic, walls, contact, skin, limit, acc):
         """Advance `steps` steps; returns (steps done, diverged)."""
+        if self.hertz is not None:
+            return self.hertz.run(self, steps, dt, gravity, cell, ctl, ictl, periodic, walls, contact, skin, limit,
+                                  acc)
         left = int(steps)
         done = 0
         while left > 0:
@@ -717,7 +746,10 @@ class LevelSetBodies:
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
-        return {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        d = {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        if self.hertz is not None:
+            d.update(self.hertz.state_arrays())
+        return d
 
     @classmethod
     def from_state(cls, arrays):
@@ -725,6 +757,7 @@ class LevelSetBodies:
         surface meshes (surfaces()) are not available after a restart."""
         self = cls.__new__(cls)
         self.templates = None
+        self.hertz = None  # attached by the Simulation when its law is "hertz_curvature"
         for name in self.STATE:
             if "grain_" + name not in arrays and name in cls._OPTIONAL:
                 continue

@@ -246,6 +246,20 @@ def coulomb_node_spring(shear, partner, last_step, hk, p, step, nx, ny, nz, t0, 
     return ft0, ft1, ft2, work, slid
 
 
+@njit(inline="always")
+def add_stress(acc, g0, g1, g2, l0, l1, l2):
+    """Add a contact's g (x) l to the Love-Weber sum acc[ACC_STRESS:ACC_STRESS + 9] (row-major)."""
+    acc[ACC_STRESS + 0] += g0 * l0
+    acc[ACC_STRESS + 1] += g0 * l1
+    acc[ACC_STRESS + 2] += g0 * l2
+    acc[ACC_STRESS + 3] += g1 * l0
+    acc[ACC_STRESS + 4] += g1 * l1
+    acc[ACC_STRESS + 5] += g1 * l2
+    acc[ACC_STRESS + 6] += g2 * l0
+    acc[ACC_STRESS + 7] += g2 * l1
+    acc[ACC_STRESS + 8] += g2 * l2
+
+
 @njit
 def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
                   mu, dt, step, pos, vel, omega, force, torque, shear, partner, last_step, walls, cell, cp_x,
@@ -361,15 +375,7 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             acc[ACC_WALL + 3 * w] += g0
             acc[ACC_WALL + 3 * w + 1] += g1
             acc[ACC_WALL + 3 * w + 2] += g2
-        acc[ACC_STRESS + 0] += g0 * l0
-        acc[ACC_STRESS + 1] += g0 * l1
-        acc[ACC_STRESS + 2] += g0 * l2
-        acc[ACC_STRESS + 3] += g1 * l0
-        acc[ACC_STRESS + 4] += g1 * l1
-        acc[ACC_STRESS + 5] += g1 * l2
-        acc[ACC_STRESS + 6] += g2 * l0
-        acc[ACC_STRESS + 7] += g2 * l1
-        acc[ACC_STRESS + 8] += g2 * l2
+        add_stress(acc, g0, g1, g2, l0, l1, l2)
         if n_cp < cp_x.shape[0]:
             cp_x[n_cp, 0] = x0
             cp_x[n_cp, 1] = x1

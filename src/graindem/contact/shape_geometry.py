@@ -349,11 +349,12 @@ def contact_geometry(cA, oA, hA, posA, rotA,
 
 
 @njit
-def deepest_node(nodes, posO, rotO, kindP, cP, oP, hP, posP, rotP, radP, best, xbest):
+def deepest_node(nodes, posO, rotO, kindP, cP, oP, hP, posP, rotP, radP, best, xbest, reach2=np.inf):
     """The surface node of body O (template nodes (n, 3), pose posO, rotO) deepest inside body P.
 
     Updates best (the smallest phi_P found so far, pass +inf to start) and its world point xbest (3,);
-    returns the new best. Nodes where P's level set is not defined are skipped."""
+    returns the new best. Nodes where P's level set is not defined are skipped, and so are nodes
+    farther than sqrt(reach2) from P's centre (P's bounding sphere: they cannot be inside P)."""
     for k in range(nodes.shape[0]):
         b0 = nodes[k, 0]
         b1 = nodes[k, 1]
@@ -361,6 +362,8 @@ def deepest_node(nodes, posO, rotO, kindP, cP, oP, hP, posP, rotP, radP, best, x
         x0 = posO[0] + rotO[0, 0] * b0 + rotO[0, 1] * b1 + rotO[0, 2] * b2
         x1 = posO[1] + rotO[1, 0] * b0 + rotO[1, 1] * b1 + rotO[1, 2] * b2
         x2 = posO[2] + rotO[2, 0] * b0 + rotO[2, 1] * b1 + rotO[2, 2] * b2
+        if (x0 - posP[0]) ** 2 + (x1 - posP[1]) ** 2 + (x2 - posP[2]) ** 2 > reach2:
+            continue
         v = body_value(kindP, cP, oP, hP, posP, rotP, radP, x0, x1, x2)
         if v < best:
             best = v

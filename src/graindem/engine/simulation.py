@@ -28,6 +28,9 @@ from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP
                                LevelSetBodies, node_contact_time_step)
 from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC,
                                         LAWS as LEVELSET_LAWS)
+from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE, HertzRows
+from ..bodies.levelset_hertz import contact_settings as hertz_contact_settings
+from ..bodies.levelset_hertz import critical_time_step as hertz_critical_time_step
 from ..contact.store import HistoryStore, BYTES_PER_POINT
 from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, N_CELL,
                          minimum_image)
@@ -316,6 +319,8 @@ class Simulation(DeformableGrains):
         constants that depend on it."""
         if self.grains is not None:
             self.grains.mu_tab[:] = self._grain_mu_table()
+            if self.grains.hertz is not None:
+                self.grains.hertz.set_friction(self.grains.mu_tab)
             return
         m = self.materials.shape[0]
         tab = np.zeros((m * m, S.N_PARAM))
@@ -409,12 +414,24 @@ class Simulation(DeformableGrains):
                                     "material": int(material), "motion": MOTIONS[motion]})
         return np.arange(first, first + m)
 
-    def set_grain_contact(self, stiffness, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both"):
+    def set_grain_contact(self, stiffness=None, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both",
+                          tangential=None, radius_rule="elliptic", curvature_limit=10.0):
         """The node-to-level-set contact of the level-set grains (contact.levelset_contact): law "area"
         (stiffness k_s per unit area, Pa/m) or "node" (k_n per node, N/m); tangential/normal node
         stiffness kt_ratio in (0, 10]; damping_ratio in [0, 1] of each contact as a linear oscillator;
         contact "both" (each grain's nodes in the other's level set, half weight each) or "one". The
-        friction coefficient is the material pair's (pair_record)."""
+        friction coefficient is the material pair's (pair_record).
+        law "hertz_curvature" (bodies.levelset_hertz): one Hertzian contact per convex grain pair and
+        grain-wall pair, E and nu of the material pair, effective radius from the local curvatures
+        (radius_rule, bounded by curvature_limit x the volume-equivalent R*), tangential law
+        `tangential` (default: the Simulation's law; xi and kt_linear as for spheres), normal damping
+        ratio damping_ratio; no stiffness (it comes from the materials)."""
+        if law == HERTZ_CURVATURE:
+            if stiffness is not None:
+                raise ValueError("stiffness must be None for law 'hertz_curvature' (the materials' E and nu set it)")
+            self.grain_contact = hertz_contact_settings(self.law_name if tangential is None else tangential,
+                                                        radius_rule, curvature_limit, damping_ratio)
+            return
         if law not in LEVELSET_LAWS:
             raise ValueError(f"law must be one of {sorted(LEVELSET_LAWS)}, got {law!r}")
         k = _pos_finite("stiffness", stiffness)
@@ -443,7 +460,12 @@ class Simulation(DeformableGrains):
             raise ValueError("no domain: call set_box first")
         self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
                                      self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
+        hertz = self.grain_contact["law"] == HERTZ_CURVATURE
         g = self.grains
+        if hertz:  # the law's rows and material-pair records (R* = 1), kept in the checkpoint
+            m = self.materials.shape[0]
+            mtab = np.array([self.pair_record(a, b) for a in range(m) for b in range(m)])
+            g.hertz = HertzRows(g, mtab, self._wall_materials, self.materials, self.energy_accounting)
         rmax = float(g.radius.max())
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         self._new_cell(2.0 * rmax + self.skin)
@@ -511,6 +533,8 @@ class Simulation(DeformableGrains):
         half its mass (two such grains) -- a bound, so dt below it is stable for any patch."""
         g = self.grains
         c = self.grain_contact
+        if g.hertz is not None:
+            return hertz_critical_time_step(g, c, g.hertz.mtab, self.materials, self.reference_overlap)
         dyn = g.motion == MOTION_DYNAMIC
         if not np.any(dyn):
             return math.inf
@@ -566,7 +590,8 @@ class Simulation(DeformableGrains):
         if i >= 0:
             particles = [i] + ([j] if j >= 0 else [])
             contacts = [(i, j)]
-            msg = (f"run diverged at step {step}: a node of grain {i} penetrates {self._grain_partner(j)} deeper "
+            what = "the contact point of grain" if g.hertz is not None else "a node of grain"
+            msg = (f"run diverged at step {step}: {what} {i} penetrates {self._grain_partner(j)} deeper "
                    f"than diverge_overlap = {self.diverge_overlap} of the smaller bounding radius (time step too "
                    "large or energy blow-up)")
         else:
@@ -1171,12 +1196,26 @@ class Simulation(DeformableGrains):
                                        self.wk, self.wm, st.pts, st.nxt)
         return float(e)
 
-    def _grain_energy_total(self):
+    def _grain_contact_energies(self):
+        """The energies of the grains' contacts (J): elastic_normal_energy, tangential_energy,
+        tangential_work (= tangential_energy + frictional_dissipation), frictional_dissipation,
+        viscous_dissipation; the node laws' from contact.levelset_contact, the "hertz_curvature"
+        law's from its rows (HertzRows.energies)."""
+        g = self.grains
+        if g.hertz is not None:
+            return g.hertz.energies(g, self.grain_contact)
+        e = g.energy
+        return {"elastic_normal_energy": float(e[E_NORMAL]), "tangential_energy": float(e[E_TANGENT]),
+                "frictional_dissipation": float(e[E_TWORK] - e[E_TANGENT]), "tangential_work": float(e[E_TWORK]),
+                "viscous_dissipation": float(e[E_VISC])}
+
+    def _grain_energy_total(self, contact=None):
         """Kinetic + contact elastic + dissipated - work of gravity and boundaries of a grain run:
         constant while the energy balance closes (measure()'s energy_balance_error)."""
         e = self.grains.energy
-        return (self.grains.kinetic_energy() + float(e[E_NORMAL]) + float(e[E_VISC]) + float(e[E_TWORK])
-                + float(e[E_LOCAL]) - float(e[E_GRAVITY]) - self._grain_boundary_work())
+        c = self._grain_contact_energies() if contact is None else contact
+        return (self.grains.kinetic_energy() + c["elastic_normal_energy"] + c["viscous_dissipation"]
+                + c["tangential_work"] + float(e[E_LOCAL]) - float(e[E_GRAVITY]) - self._grain_boundary_work())
 
     def _grain_boundary_work(self):
         """Work of the walls and of the cell's deformation on the grains up to the last forces. The
@@ -1203,7 +1242,9 @@ class Simulation(DeformableGrains):
         # g.force holds contact forces plus gravity: the net force on each grain
         unbalanced = (float(np.mean(np.linalg.norm(g.force[dyn], axis=1))) / fmean if fmean > 0.0 else float("inf"))
         n_cp = int(g.gctl[GC_NCP])
-        total = self._grain_energy_total()
+        ce = self._grain_contact_energies()
+        total = self._grain_energy_total(ce)
+        store = g.hertz.store if g.hertz is not None else None
         return {
             "step": self.step_count, "time": self.time, "unbalanced_force_ratio": unbalanced,
             "stress": sig, "pressure": float(np.trace(sig) / 3.0),
@@ -1211,19 +1252,21 @@ class Simulation(DeformableGrains):
             "void_ratio": self.volume / solid - 1.0 if solid > 0 else float("inf"), "n_contacts": n_c,
             "coordination": 2.0 * n_c / max(int(dyn.sum()), 1), "n_wall_contacts": int((~pair).sum()),
             "n_contact_nodes": n_cp, "sliding_fraction": float(e[E_SLIDING]) / n_cp if n_cp else 0.0,
-            "kinetic_energy": g.kinetic_energy(), "elastic_normal_energy": float(e[E_NORMAL]),
-            "tangential_energy": float(e[E_TANGENT]),
-            "frictional_dissipation": float(e[E_TWORK] - e[E_TANGENT]), "tangential_work": float(e[E_TWORK]),
-            "viscous_dissipation": float(e[E_VISC]), "local_damping_dissipation": float(e[E_LOCAL]),
+            "kinetic_energy": g.kinetic_energy(),
+            **{k: ce[k] for k in ("elastic_normal_energy", "tangential_energy", "frictional_dissipation",
+                                  "tangential_work", "viscous_dissipation")},
+            "local_damping_dissipation": float(e[E_LOCAL]),
             "gravity_work": float(e[E_GRAVITY]), "boundary_work": self._grain_boundary_work(),
             "energy_balance_error": total - self.energy_start,
-            "mean_history_length": 0.0, "max_history_length": 0, "store_bytes": 0, "store_bytes_allocated": 0,
+            "mean_history_length": 0.0, "max_history_length": 0,
+            "store_bytes": store.n_live * BYTES_PER_POINT if store is not None else 0,
+            "store_bytes_allocated": store.bytes_allocated if store is not None else 0,
             "n_rebuilds": int(g.gctl[GC_NREBUILDS]), "dt_over_dt_crit": self.dt / self.dt_crit,
         }
 
     def measure(self):
         """Measurements of the current state (never changes the state)."""
-        if self.grains is not None:
+        if self.grains is not None or self._grain_batches:
             self.setup()
             return self._grain_measure()
         c = self.contact_arrays()
@@ -1390,6 +1433,8 @@ class Simulation(DeformableGrains):
         sim = cls._kind_from_state(arrays, meta, verbose)
         sim.grains = LevelSetBodies.from_state(arrays)
         sim.grain_contact = dict(meta["grain_contact"])
+        if sim.grain_contact.get("law") == HERTZ_CURVATURE:
+            sim.grains.hertz = HertzRows.from_state(sim.grains, arrays, sim.materials)
         if not hasattr(sim.grains, "mu_tab"):  # older layouts: the friction of the material pairs
             sim.grains.mu_tab = sim._grain_mu_table()
             sim.grains.wall_mat = np.zeros(sim.walls.shape[0], dtype=np.int64)
