@@ -3,14 +3,17 @@
 import shutil
 import tempfile
 
+import pytest
 
-def pytest_collection_finish(session):
-    wanted = [item for item in session.items if item.name.startswith("test_fresh_compile_and_cached_kernels")]
-    if not wanted or session.config.option.collectonly:
+
+@pytest.hookimpl(trylast=True)  # after -k / -m have deselected what will not run
+def pytest_collection_modifyitems(config, items):
+    wanted = [item for item in items if item.name.startswith("test_fresh_compile_and_cached_kernels")]
+    if not wanted or config.option.collectonly:
         return
     cache_dir = tempfile.mkdtemp(prefix="graindem-fresh-cache-")
-    session.config.fresh_cache_dir = cache_dir
-    session.config.fresh_and_cached_runs = wanted[0].module.FreshAndCachedRuns(cache_dir)
+    config.fresh_cache_dir = cache_dir
+    config.fresh_and_cached_runs = wanted[0].module.FreshAndCachedRuns(cache_dir)
 
 
 def pytest_unconfigure(config):
