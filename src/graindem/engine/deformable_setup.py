@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
-from ..bodies.levelset import GC_STEP, MOTIONS
+from ..bodies.levelset import GC_STEP
 from ..core.layout import CTL_DT, CTL_G, CTL_SKIN, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL, N_ICTL
 from ..contact import state as S
-from ..core.checks import positive_finite, vec3
+from ..core.checks import per_body_rows, positive_finite, vec3
 
 PULLBACKS = ("point", "corners")
 INVERSE_METHODS = ("newton", "fixed_point")
@@ -122,13 +122,8 @@ class DeformableGrains:
         y, z) a frozen one keeps its velocity at zero; motion "dynamic", "fixed" or "kinematic".
         Returns the grains' indices in `deformable`."""
         self._check_not_ready()
-        pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
-        m = len(pos)
-        if m == 0 or not np.all(np.isfinite(pos)):
-            raise ValueError("positions must be a non-empty (m, 3) array of finite numbers")
-        if motion not in MOTIONS:
-            raise ValueError(f"motion must be one of {sorted(MOTIONS)}, got {motion!r}")
-        self._check_material_index(material)
+        batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
+        m = len(batch["pos"])
         # the objects themselves are kept (compared by identity): an id() alone could be reused by a new
         # object once the first is collected
         key = (template, modes, response, np.asarray(modal_mass, dtype=np.float64).tobytes(),
@@ -145,29 +140,12 @@ class DeformableGrains:
             index = len(self._deform_templates) - 1
         n = self._deform_templates[index]["table"].shape[0]
 
-        def rows(value, width, name, default):
-            if value is None:
-                a = np.tile(np.asarray(default, dtype=np.float64), (m, 1))
-            else:
-                a = np.asarray(value, dtype=np.float64)
-                a = np.tile(a, (m, 1)) if a.shape == (width,) or (a.ndim == 0 and width == 1) else a.reshape(-1, width)
-            if a.shape != (m, width) or not np.all(np.isfinite(a)):
-                raise ValueError(f"{name} must be {width} finite numbers or an ({m}, {width}) array")
-            return a
-
-        q = rows(orientations, 4, "orientations", (1.0, 0.0, 0.0, 0.0))
-        norm = np.linalg.norm(q, axis=1)
-        if np.any(norm == 0.0):
-            raise ValueError("orientations must be non-zero quaternions")
         d = np.ones((m, 6), dtype=bool) if dofs is None else np.broadcast_to(np.asarray(dofs, dtype=bool), (m, 6))
         first = sum(len(b["pos"]) for b in self._deform_batches)
-        self._deform_batches.append({
-            "template": index, "pos": pos, "quat": q / norm[:, None], "material": int(material),
-            "motion": MOTIONS[motion], "dof": np.array(d),
-            "vel": rows(velocities, 3, "velocities", (0.0, 0.0, 0.0)),
-            "omega": rows(angular_velocities, 3, "angular_velocities", (0.0, 0.0, 0.0)),
-            "eps": rows(eps, n, "eps", np.zeros(n)).ravel() if n else np.zeros(0),
-            "epsdot": rows(eps_rate, n, "eps_rate", np.zeros(n)).ravel() if n else np.zeros(0)})
+        self._deform_batches.append(dict(
+            batch, template=index, dof=np.array(d),
+            eps=per_body_rows("eps", eps, m, n, np.zeros(n)).ravel() if n else np.zeros(0),
+            epsdot=per_body_rows("eps_rate", eps_rate, m, n, np.zeros(n)).ravel() if n else np.zeros(0)))
         return np.arange(first, first + m)
 
     def add_cylinder(self, point, axis, radius, velocity=(0.0, 0.0, 0.0)):

@@ -44,7 +44,7 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 from .deformable_setup import DeformableGrains
-from ..core.checks import positive_finite, vec3
+from ..core.checks import per_body_rows, positive_finite, vec3
 from .history import reload_contacts, tangential_energy_sum
 from .loop import run_steps
 from .neighbours import build_pairs, refresh_constants
@@ -378,28 +378,7 @@ class Simulation(DeformableGrains):
         density of `material`; motion "dynamic", "fixed" or "kinematic" (moves as prescribed).
         Returns the grains' indices in `grains` (the order they were added)."""
         self._check_not_ready()
-        pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
-        m = len(pos)
-        if m == 0 or not np.all(np.isfinite(pos)):
-            raise ValueError("positions must be a non-empty (m, 3) array of finite numbers")
-        if motion not in MOTIONS:
-            raise ValueError(f"motion must be one of {sorted(MOTIONS)}, got {motion!r}")
-        self._check_material_index(material)
-
-        def rows(value, width, name, default):
-            if value is None:
-                a = np.tile(np.asarray(default, dtype=np.float64), (m, 1))
-            else:
-                a = np.asarray(value, dtype=np.float64)
-                a = np.tile(a, (m, 1)) if a.shape == (width,) else a.reshape(-1, width)
-            if a.shape != (m, width) or not np.all(np.isfinite(a)):
-                raise ValueError(f"{name} must be {width} finite numbers or an ({m}, {width}) array")
-            return a
-
-        q = rows(orientations, 4, "orientations", (1.0, 0.0, 0.0, 0.0))
-        norm = np.linalg.norm(q, axis=1)
-        if np.any(norm == 0.0):
-            raise ValueError("orientations must be non-zero quaternions")
+        batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
         for k, t in enumerate(self._grain_templates):
             if t is template:
                 index = k
@@ -408,11 +387,27 @@ class Simulation(DeformableGrains):
             index = len(self._grain_templates)
             self._grain_templates.append(template)
         first = sum(len(b["pos"]) for b in self._grain_batches)
-        self._grain_batches.append({"template": index, "pos": pos, "quat": q / norm[:, None],
-                                    "vel": rows(velocities, 3, "velocities", (0.0, 0.0, 0.0)),
-                                    "omega": rows(angular_velocities, 3, "angular_velocities", (0.0, 0.0, 0.0)),
-                                    "material": int(material), "motion": MOTIONS[motion]})
-        return np.arange(first, first + m)
+        self._grain_batches.append(dict(batch, template=index))
+        return np.arange(first, first + len(batch["pos"]))
+
+    def _shaped_batch(self, positions, orientations, velocities, angular_velocities, material, motion):
+        """The checked per-grain arrays of a batch of shaped grains (rigid or deformable): pos, unit
+        quat, vel, omega (m rows each), material and motion code."""
+        pos = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
+        m = len(pos)
+        if m == 0 or not np.all(np.isfinite(pos)):
+            raise ValueError("positions must be a non-empty (m, 3) array of finite numbers")
+        if motion not in MOTIONS:
+            raise ValueError(f"motion must be one of {sorted(MOTIONS)}, got {motion!r}")
+        self._check_material_index(material)
+        q = per_body_rows("orientations", orientations, m, 4, (1.0, 0.0, 0.0, 0.0))
+        norm = np.linalg.norm(q, axis=1)
+        if np.any(norm == 0.0):
+            raise ValueError("orientations must be non-zero quaternions")
+        return {"pos": pos, "quat": q / norm[:, None],
+                "vel": per_body_rows("velocities", velocities, m, 3, (0.0, 0.0, 0.0)),
+                "omega": per_body_rows("angular_velocities", angular_velocities, m, 3, (0.0, 0.0, 0.0)),
+                "material": int(material), "motion": MOTIONS[motion]}
 
     def set_grain_contact(self, stiffness=None, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both",
                           tangential=None, radius_rule="elliptic", curvature_limit=10.0):
