@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..io.checkpoint import load_checkpoint, save_checkpoint
 from ..core import layout as K
+from ..parallel.world import world
 from .simulation import Simulation
 
 
@@ -23,7 +24,14 @@ def save(sim, path, extra=None):
     meta["extra"] = extra
     out = getattr(sim, "out", None)
     meta["diverged"] = bool(out is not None and int(out[K.OUT_STATUS]) == K.STATUS_DIVERGED)
-    return save_checkpoint(path, arrays, meta)
+    comm = world()
+    if comm is None:
+        return save_checkpoint(path, arrays, meta)
+    # under MPI every rank holds the whole state (gathered after each run): rank 0 writes it
+    if comm.Get_rank() == 0:
+        save_checkpoint(path, arrays, meta)
+    comm.Barrier()
+    return path
 
 
 def load(path, verbose=False, for_restart=False):

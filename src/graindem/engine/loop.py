@@ -52,8 +52,6 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     out[OUT_CJ] = -1
     prm = np.empty(N_PRM)
     prm[PRM_PAIR] = -1.0
-    skin = ctl[CTL_SKIN]
-    cutoff = 2.0 * ctl[CTL_RMAX] + skin
     nw = ictl[ICTL_NWALLS]
     sc = np.empty((pi.shape[0], N_SC))
     act = np.empty(pi.shape[0], dtype=np.int32)
@@ -94,24 +92,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
                 wmove = m
         ictl[ICTL_STEP] += 1
         out[OUT_STEPS] = step + 1
-        stretch = 0.0
-        for k in range(3):
-            s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
-            if s > stretch:
-                stretch = s
-        flip = False
-        if is_sheared(cell):
-            # |F - I| <= max |F_kk - 1| + |off-diagonal part| (Frobenius); a tilt past half a cell
-            # length rebuilds at once, where the tilt flips and the minimum image stays exact
-            xy_b = cell[CELL_TILT_BUILD]
-            yz_b = cell[CELL_TILT_BUILD + 2]
-            f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
-            f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
-            f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
-                   - f01 * yz_b) / cell[CELL_LBUILD + 2]
-            stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
-            flip = tilt_out_of_range(cell)
-        if flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin:
+        if rebuild_due(cell, ctl, maxd2, wmove):
             if build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab, cell, ctl,
                            ictl, pstart, pi, pj, pfs, pist, pcq, pk, pm, qi, qj, qfs, qist, qcq, pos_build,
                            pts, nxt, meta, acc, walls, wcand, wfs, wist, wcq, wk, wm, prs, wrs, rrel) < 0:
@@ -119,3 +100,31 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
                 return
             refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
         compact_on_schedule(ictl, pist, wist, pts, nxt, meta)
+
+
+@njit(_nrt=False, inline="always")
+def rebuild_due(cell, ctl, maxd2, wmove):
+    """Whether the neighbour list must be rebuilt after a step: some particle moved (relative to the
+    cell's flow; maxd2 its squared displacement since the rebuild) by more than half the skin,
+    counting the cell's own stretch and shear since the rebuild, or a wall moved (wmove along its
+    normal) by what is left of the skin, or the cell's tilt must flip."""
+    skin = ctl[CTL_SKIN]
+    cutoff = 2.0 * ctl[CTL_RMAX] + skin
+    stretch = 0.0
+    for k in range(3):
+        s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
+        if s > stretch:
+            stretch = s
+    flip = False
+    if is_sheared(cell):
+        # |F - I| <= max |F_kk - 1| + |off-diagonal part| (Frobenius); a tilt past half a cell
+        # length rebuilds at once, where the tilt flips and the minimum image stays exact
+        xy_b = cell[CELL_TILT_BUILD]
+        yz_b = cell[CELL_TILT_BUILD + 2]
+        f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
+        f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
+        f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
+               - f01 * yz_b) / cell[CELL_LBUILD + 2]
+        stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
+        flip = tilt_out_of_range(cell)
+    return flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin

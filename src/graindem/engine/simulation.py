@@ -48,6 +48,7 @@ from ..core.checks import per_body_rows, positive_finite, vec3
 from .history import reload_contacts, tangential_energy_sum
 from .loop import run_steps
 from .neighbours import build_pairs, refresh_constants
+from ..parallel.world import world
 
 SCHEMA_VERSION = 1
 ROLLING_ARRAYS = RL.ENGINE_ARRAYS
@@ -1021,6 +1022,9 @@ class Simulation(DeformableGrains):
 
     # None: chunks of ~engine.interrupts.CHUNK_SECONDS; an int fixes the steps per kernel call
     max_chunk_steps = None
+    # under an MPI launcher with several ranks (parallel.subdomain): the ranks' boxes are bisected
+    # again every this many neighbour rebuilds
+    mpi_rebalance_every = 10
 
     def _run_chunks(self, steps, callback, every, on_diverge, phase, stops):
         import time
@@ -1032,10 +1036,17 @@ class Simulation(DeformableGrains):
             every = int(every)
             if every < 1:
                 raise ValueError(f"every must be >= 1, got {every}")
+        comm = world()
+        if comm is not None and (self.grains is not None or self.deformable is not None):
+            raise ValueError("level-set and deformable grains do not run decomposed over MPI ranks yet: run them on "
+                             "one rank (see docs/parallel-mpi.md)")
         if self.grains is not None:
             return self._run_grains(steps, callback, every, phase, stops, on_diverge)
         if self.deformable is not None:
             return self._run_deformable(steps, callback, every, phase, stops, on_diverge)
+        if comm is not None:
+            from ..parallel.subdomain import run_decomposed
+            return run_decomposed(self, comm, steps, callback, every, phase)
         done = 0
         t0 = time.perf_counter()
         while done < steps:

@@ -1,0 +1,387 @@
+"""One rank's share of a sphere run decomposed over MPI ranks.
+
+A rank owns the spheres of its box (bisection.Bisection, at the build positions of the neighbour
+list) and holds as ghosts every other sphere within the halo (2 r_max + skin, the neighbour list's
+cutoff) of that box, periodic images included. Its pair rows are the rows of the serial neighbour
+list with an owned sphere, in the same order: local rows number the spheres in global-id order, so
+that the neighbour build (engine.neighbours.build_pairs) run on the local spheres lists exactly the
+serial list's rows among them, in the serial order and orientation. A row between spheres of two
+ranks is computed by both (no reverse communication), from the same inputs, so both hold the same
+contact state; the force on an owned sphere is then summed from the same rows in the same order as
+in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
+computed too and their results ignored.
+
+A step: pair forces on the local rows, the cell's servo, the integration of the owned spheres
+(engine.integration.advance_particles on their rows), the ghosts refreshed from their owners
+(world.HaloUpdate: positions, velocities, spins, orientations), then the rebuild test on the
+largest displacement of all ranks (an exact maximum). At a rebuild the owned spheres go to the
+ranks whose boxes now hold them, each with the ranks whose halo it reaches, and every pair row goes,
+with its load history (row_transfer), to the new owners of its two spheres, sent by the owner of
+its lower-id sphere (the row's authoritative copy); the local neighbour build then carries it over
+as the serial build does. Every `Simulation.mpi_rebalance_every` rebuilds the boxes are bisected
+again from all positions.
+
+Between calls of Simulation.run the Simulation holds the whole state on every rank, gathered
+(gather_into) in the serial layout: the spheres in global order, and the pair list rebuilt in the
+serial order from the build positions with every row's state carried over, so measure(),
+state_dict() and checkpoints read as from a serial run (the history store is laid out afresh: its
+point indices differ from a serial run's, its histories do not). The running sums in `acc` are
+the exceptions: each rank sums its part and the parts are added in rank order, which rounds
+differently from the serial sum (the local damping work; the stress sum of the last step, from the
+rows each rank is authoritative for).
+"""
+
+import numpy as np
+
+from ..contact import rolling as RL
+from ..contact import state as S
+from ..core.cell import CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, wrap_and_grid
+from ..core.layout import (ACC_LOCAL_WORK, ACC_STRESS, CTL_RMAX, CTL_SKIN, CTL_VISC, ICTL_N, ICTL_NPAIRS,
+                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_STATUS,
+                           OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+from ..engine.loop import rebuild_due, run_steps
+from .bisection import Bisection
+from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows
+from .world import HaloUpdate, allgatherv, alltoallv
+
+BODY_FLOATS = 19   # pos 3, vel 3, omega 3, quat 4, radius, mass, inertia, pos_build 3
+BODY_INTS = 3      # global id, material, owning rank
+HALO_FLOATS = 13   # what a step refreshes in the ghosts: pos, vel, omega, quat
+
+
+def check_decomposable(sim, nranks):
+    """Refuse, before any step, what does not run decomposed yet (or cannot)."""
+    what = None
+    if sim.walls.shape[0]:
+        what = "walls"
+    elif sim.prs.shape[1]:
+        what = "rolling/twisting resistance"
+    elif sim.ictl[ICTL_SORT]:
+        what = "sort_particles=True"
+    elif sim.energy_accounting:
+        what = "energy_accounting=True"
+    elif sim.ctl[CTL_VISC] > 0.0:
+        what = "viscous damping (restitution)"
+    elif sim.adaptive_dt:
+        what = "adaptive_dt"
+    elif (np.any(sim.mode != 0) or np.any(sim.rate != 0.0) or np.any(sim.shear != 0.0)
+          or np.any(sim.cell[CELL_TILT:CELL_TILT + 3] != 0.0)
+          or np.any(sim.cell[CELL_L:CELL_L + 3] != sim.cell[CELL_LBUILD:CELL_LBUILD + 3])):
+        what = "a deforming cell (control_axis, control_shear)"
+    if what is not None:
+        raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
+                         "support spheres in a fixed box, periodic or not, without walls; see docs/parallel-mpi.md)")
+    if sim.n < nranks:
+        raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
+                         "of spheres (every rank owns at least one)")
+
+
+def fractions(pos, cell, periodic):
+    """Fractional coordinates in [0, 1) of positions in the orthogonal cell."""
+    f = (pos - cell[CELL_LO:CELL_LO + 3]) / cell[CELL_L:CELL_L + 3]
+    for k in range(3):
+        if periodic[k]:
+            f[:, k] -= np.floor(f[:, k])
+    return np.clip(f, 0.0, np.nextafter(1.0, 0.0))
+
+
+def pack_bodies(sim, idx, gid, owner):
+    """(floats (m, BODY_FLOATS), ints (m, BODY_INTS)) of bodies `idx` of `sim`."""
+    floats = np.concatenate([sim.pos[idx], sim.vel[idx], sim.omega[idx], sim.quat[idx], sim.radius[idx, None],
+                             sim.mass[idx, None], sim.inertia[idx, None], sim.pos_build[idx]], axis=1)
+    ints = np.stack([gid[idx], sim.pmat[idx], np.broadcast_to(owner, idx.shape)], axis=1)
+    return floats, ints.astype(np.int64)
+
+
+def _point_mask(ints, rows_mask):
+    """Which packed history points belong to the rows of rows_mask."""
+    return np.repeat(rows_mask, np.diff(history_slices(ints)))
+
+
+class Subdomain:
+    """This rank's spheres, ghosts and rows of the Simulation `sim` (which holds the whole state on
+    every rank), ready to step."""
+
+    def __init__(self, sim, comm, rebalance_every):
+        from mpi4py import MPI
+        self.max_op = MPI.MAX
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.meta = sim.state_dict()[1]
+        self.periodic = np.array(sim.periodic, dtype=bool)
+        self.halo = 2.0 * float(sim.ctl[CTL_RMAX]) + float(sim.ctl[CTL_SKIN])
+        self.rebalance_every = int(rebalance_every)
+        self.rebuilds_since_balance = 0
+        self.local_work = 0.0
+        n = sim.n
+        gid = np.arange(n, dtype=np.int64)
+        frac = fractions(sim.pos_build, sim.cell, self.periodic)
+        self.tree = self._bisect(frac, gid, sim.cell)
+        owner = self.tree.owner(frac)
+        near = self.tree.halo_ranks(frac, self.periodic, self.halo)
+        mine = owner == self.rank
+        local = np.flatnonzero(mine | near[:, self.rank])
+        m = int(sim.ictl[ICTL_NPAIRS])
+        rows = np.flatnonzero(mine[sim.pi[:m]] | mine[sim.pj[:m]])
+        packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.store, rows)
+        self._assemble(sim, *pack_bodies(sim, local, gid, owner[local]), *packed_rows, listed=True)
+
+    def _bisect(self, frac, gid, cell):
+        tree = Bisection(frac, gid, self.size, cell[CELL_L:CELL_L + 3])
+        tree.check_thickness(self.halo)
+        return tree
+
+    # ------------------------------------------------------------ assembly
+    def _assemble(self, src, bf, bi, ints, floats, pts, slips, listed):
+        """The local Simulation of bodies (bf, bi) and packed rows. listed: the rows are the
+        serial list's rows among these bodies, in its order (a decomposition between rebuilds);
+        else they are the rows to carry over, and the local neighbour list is built."""
+        from ..engine.simulation import Simulation
+        order = np.argsort(bi[:, 0], kind="stable")
+        bf = bf[order]
+        bi = bi[order]
+        gid = np.ascontiguousarray(bi[:, 0])
+        n = gid.size
+        li = np.minimum(np.searchsorted(gid, ints[:, 0]), n - 1)
+        lj = np.minimum(np.searchsorted(gid, ints[:, 1]), n - 1)
+        keep = (gid[li] == ints[:, 0]) & (gid[lj] == ints[:, 1])
+        if listed and not keep.all():
+            raise RuntimeError("a listed pair row names a sphere this rank does not hold (halo too small)")
+        pmask = _point_mask(ints, keep)
+        ints, floats, pts, slips = ints[keep], floats[keep], pts[pmask], slips[pmask]
+        li, lj = li[keep], lj[keep]
+        m = ints.shape[0]
+        cap = max(1024, 2 * m, 8 * n)
+        pfs, pist, pcq, store = unpack_rows(ints, floats, pts, slips, cap)
+        pi = np.zeros(cap, dtype=PAIR_INDEX)
+        pj = np.zeros(cap, dtype=PAIR_INDEX)
+        pi[:m] = li
+        pj[:m] = lj
+        pstart = np.zeros(n + 1, dtype=np.int64)
+        if listed:
+            lower = np.minimum(li, lj)
+            if np.any(np.diff(lower) < 0):
+                raise RuntimeError("the listed pair rows are not grouped by their lower sphere")
+            pstart = np.searchsorted(lower, np.arange(n + 1)).astype(np.int64)
+        ictl = src.ictl.copy()
+        ictl[ICTL_N] = n
+        ictl[ICTL_NPAIRS] = m
+        ictl[ICTL_NWCAND] = 0
+        arrays = {"pos": bf[:, 0:3], "vel": bf[:, 3:6], "omega": bf[:, 6:9], "quat": bf[:, 9:13],
+                  "radius": bf[:, 13], "mass": bf[:, 14], "inertia": bf[:, 15], "pos_build": bf[:, 16:19],
+                  "force": np.zeros((n, 3)), "torque": np.zeros((n, 3)), "pmat": bi[:, 1], "pid": np.arange(n, dtype=np.int64),
+                  "prm": src.prm, "cell": src.cell, "ctl": src.ctl, "ictl": ictl, "walls": np.zeros((0, 12)),
+                  "wcand": np.zeros(1, dtype=np.int64), "pstart": pstart, "pi": pi, "pj": pj, "pfs": pfs,
+                  "pist": pist, "pcq": pcq, "wfs": np.zeros((0, S.N_FSTATE)),
+                  "wist": np.zeros((0, S.N_ISTATE), dtype=np.int64), "wcq": np.zeros((0, 4)),
+                  "acc": np.zeros(N_ACC0), "L0": src.L0, "materials": src.materials, "mu_pair": src.mu_pair,
+                  "store_pts": store.pts, "store_nxt": store.nxt, "store_meta": store.meta}
+        local = Simulation.from_state({k: np.ascontiguousarray(v) for k, v in arrays.items()}, self.meta)
+        if not listed:
+            local._rebuild()
+        self.local = local
+        self.gid = gid
+        self.owner = np.ascontiguousarray(bi[:, 2])
+        self._prepare_steps()
+
+    def _prepare_steps(self):
+        """Renumber the local spheres owned first (the rows keep their order and orientation, so
+        every sum over rows keeps its order), then the index lists and the halo exchange."""
+        L = self.local
+        n = L.n
+        owned = self.owner == self.rank
+        perm = np.concatenate([np.flatnonzero(owned), np.flatnonzero(~owned)])
+        inv = np.empty(n, dtype=np.int64)
+        inv[perm] = np.arange(n)
+        for name in ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "pos_build"):
+            setattr(L, name, np.ascontiguousarray(getattr(L, name)[perm]))
+        L.pmat = np.ascontiguousarray(L.pmat[perm])
+        m = int(L.ictl[ICTL_NPAIRS])
+        L.pi[:m] = inv[L.pi[:m]]
+        L.pj[:m] = inv[L.pj[:m]]
+        L.pstart[:] = 0
+        self.gid = self.gid[perm]
+        self.owner = self.owner[perm]
+        self.n_own = n_own = int(owned.sum())
+        # the time loop advances the owned spheres only (the first ictl[ICTL_N] rows)
+        L.ictl[ICTL_N] = n_own
+        # and never rebuilds by itself: rebuilds are collective (_rebuild)
+        self.step_ctl = L.ctl.copy()
+        self.step_ctl[CTL_SKIN] = np.inf
+        own = np.arange(n_own)
+        near = self.tree.halo_ranks(fractions(L.pos_build[:n_own], L.cell, self.periodic), self.periodic, self.halo)
+        send = [own[near[:, r]] if r != self.rank else own[:0] for r in range(self.size)]
+        recv = [np.flatnonzero(self.owner == r) if r != self.rank else own[:0] for r in range(self.size)]
+        self.halo_update = HaloUpdate(self.comm, send, recv, HALO_FLOATS)
+        lower = np.where(self.gid[L.pi[:m]] < self.gid[L.pj[:m]], L.pi[:m], L.pj[:m])
+        self.authoritative = lower < n_own
+
+    # ------------------------------------------------------------ stepping
+    def advance(self, nsteps):
+        """nsteps steps of the decomposed run; returns this rank's stress sum of the last step's
+        authoritative rows (9 values, row-major).
+
+        Each step is one call of the serial time loop (engine.loop.run_steps) on the local state:
+        the serial kernels as the serial run compiles them (a kernel called from Python runs its
+        own compiled copy, which may round differently from the copy inlined in run_steps)."""
+        stress = np.zeros(9)
+        reduced = np.zeros(2)
+        n_own = self.n_own
+        for s in range(nsteps):
+            L = self.local
+            L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + 1024)
+            st = L.store
+            before = L.pos.copy() if s == nsteps - 1 else None
+            run_steps(1, L.pos, L.vel, L.omega, L.quat, L.force, L.torque, L.radius, L.mass, L.inertia, L.pmat, L.pid,
+                      L.mtab, L.cell, self.step_ctl, L.ictl, L.walls, L.wcand, L.pstart, L.pi, L.pj, L.pfs, L.pist,
+                      L.pcq, L.pk, L.pm, L.qi, L.qj, L.qfs, L.qist, L.qcq, L.wfs, L.wist, L.wcq, L.wk, L.wm,
+                      L.pos_build, st.pts, st.nxt, st.meta, L.acc, L.out,
+                      L.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), L.prs, L.wrs, L.rrel)
+            bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
+            if before is not None and not bad:
+                stress = self._authoritative_stress(before)
+            # the ghosts' forces are partial sums, and their advance is replaced by their owners'
+            L.force[n_own:] = 0.0
+            L.torque[n_own:] = 0.0
+            self.halo_update(L.pos, L.vel, L.omega, L.quat)
+            # the fixed cell's displacement since the rebuild (advance_particles' measure with s = 1)
+            d = L.pos[:n_own] - L.pos_build[:n_own]
+            maxd2 = float(np.max(np.einsum("ij,ij->i", d, d))) if n_own else 0.0
+            self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0]), reduced, op=self.max_op)
+            if reduced[1] > 0.0:
+                self._diverged(bad)
+            if rebuild_due(L.cell, L.ctl, reduced[0], 0.0):
+                self._rebuild()
+        return stress
+
+    def _diverged(self, here):
+        from ..engine.simulation import Diverged
+        step = int(self.local.ictl[ICTL_STEP])
+        self.local.out[OUT_STATUS] = STATUS_DIVERGED
+        where = "on this rank" if here else "on another rank"
+        raise Diverged(f"run diverged at step {step} (MPI rank {self.rank}: {where}): an overlap beyond "
+                       "diverge_overlap or a non-finite state (time step too large or energy blow-up)")
+
+    def _authoritative_stress(self, pos):
+        """Sum of f (x) l over the touching rows this rank is authoritative for, at the positions
+        `pos` the forces were computed at (the stress sum of the pair pass, split between the
+        ranks without counting a row twice)."""
+        L = self.local
+        now = L.pos
+        L.pos = pos
+        try:
+            c = L.contact_arrays()
+        finally:
+            L.pos = now
+        sel = self.authoritative[c["row"]]
+        f = c["N"][sel, None] * c["normal"][sel] - c["T"][sel]
+        return (f.T @ c["branch"][sel]).ravel()
+
+    # ------------------------------------------------------------ migration
+    def _rebuild(self):
+        """The neighbour rebuild of a decomposed run: new owners, bodies and rows sent to them,
+        ghosts to the ranks whose halo they reach, the local list built with the rows carried."""
+        L = self.local
+        ncell = np.empty(3, dtype=np.int64)
+        wrap_and_grid(L.pos, L.n, L.cell, L.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3], self.halo, ncell)
+        frac = fractions(L.pos, L.cell, self.periodic)
+        own = np.arange(self.n_own)
+        self.rebuilds_since_balance += 1
+        if self.rebuilds_since_balance >= self.rebalance_every:
+            all_frac, _ = allgatherv(self.comm, frac[own], 3)
+            all_gid, _ = allgatherv(self.comm, self.gid[own], 1)
+            self.tree = self._bisect(all_frac, all_gid[:, 0], L.cell)
+            self.rebuilds_since_balance = 0
+        new_owner = self.tree.owner(frac)
+        dest = self.tree.halo_ranks(frac[own], self.periodic, self.halo)
+        dest[np.arange(own.size), new_owner[own]] = True
+        bf, bi = pack_bodies(L, own, self.gid, new_owner[own])
+        m = int(L.ictl[ICTL_NPAIRS])
+        rows = np.flatnonzero(self.authoritative[:m])
+        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store, rows)
+        oi = new_owner[L.pi[rows]]
+        oj = new_owner[L.pj[rows]]
+        to = [(oi == r) | (oj == r) for r in range(self.size)]
+        pmask = [_point_mask(ints, t) for t in to]
+        c = self.comm
+        rbf, _ = alltoallv(c, [bf[dest[:, r]] for r in range(self.size)], BODY_FLOATS)
+        rbi, _ = alltoallv(c, [bi[dest[:, r]] for r in range(self.size)], BODY_INTS)
+        rri, _ = alltoallv(c, [ints[t] for t in to], ROW_INTS)
+        rrf, _ = alltoallv(c, [floats[t] for t in to], ROW_FLOATS)
+        rpts, _ = alltoallv(c, [pts[p] for p in pmask], 4)
+        rslips, _ = alltoallv(c, [slips[p] for p in pmask], 1)
+        self.local_work += float(L.acc[ACC_LOCAL_WORK])
+        self._assemble(L, rbf, rbi, rri, rrf, rpts, rslips[:, 0], listed=False)
+
+    # ------------------------------------------------------------ gathering
+    def gather_into(self, sim, stress):
+        """The whole state, in the serial layout, into `sim` on every rank (see the module
+        docstring); stress: this rank's part of the last step's stress sum."""
+        L = self.local
+        c = self.comm
+        bf, bi = pack_bodies(L, np.arange(self.n_own), self.gid, self.rank)
+        BF, _ = allgatherv(c, bf, BODY_FLOATS)
+        BI, _ = allgatherv(c, bi, BODY_INTS)
+        order = np.argsort(BI[:, 0], kind="stable")
+        BF = BF[order]
+        if not np.array_equal(BI[order, 0], np.arange(sim.n)):
+            raise RuntimeError("the ranks' owned spheres are not each sphere exactly once")
+        m = int(L.ictl[ICTL_NPAIRS])
+        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store,
+                                             np.flatnonzero(self.authoritative[:m]))
+        RI, _ = allgatherv(c, ints, ROW_INTS)
+        RF, _ = allgatherv(c, floats, ROW_FLOATS)
+        P, _ = allgatherv(c, pts, 4)
+        SL, _ = allgatherv(c, slips, 1)
+        sums, _ = allgatherv(c, np.concatenate([[self.local_work + float(L.acc[ACC_LOCAL_WORK])], stress]), 10)
+        acc = sim.acc.copy()
+        for r in range(self.size):  # rank order: the same sums on every rank, every time
+            acc[ACC_LOCAL_WORK] += sums[r, 0]
+        stress_sum = np.zeros(9)
+        for r in range(self.size):
+            stress_sum += sums[r, 1:]
+        acc[ACC_STRESS:ACC_STRESS + 9] = stress_sum
+        nrows = RI.shape[0]
+        sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
+        cap = sim.pi.shape[0]
+        sim.pfs, sim.pist, sim.pcq, sim.store = unpack_rows(RI, RF, P, SL[:, 0], cap)
+        sim.pi[:nrows] = RI[:, 0]
+        sim.pj[:nrows] = RI[:, 1]
+        ictl = L.ictl.copy()
+        ictl[ICTL_N] = sim.n
+        ictl[ICTL_NPAIRS] = nrows
+        ictl[ICTL_NWCAND] = 0
+        sim.ictl = ictl
+        sim.cell = L.cell.copy()
+        sim.vel = np.ascontiguousarray(BF[:, 3:6])
+        sim.omega = np.ascontiguousarray(BF[:, 6:9])
+        sim.quat = np.ascontiguousarray(BF[:, 9:13])
+        sim.force = np.zeros((sim.n, 3))
+        sim.torque = np.zeros((sim.n, 3))
+        # the serial list is the build of the build positions: rebuild it there, then move on
+        sim.pos = np.ascontiguousarray(BF[:, 16:19])
+        sim._rebuild()
+        sim.pos = np.ascontiguousarray(BF[:, 0:3])
+        sim.ictl[ICTL_NREBUILDS] = L.ictl[ICTL_NREBUILDS]
+        sim.acc = acc
+
+
+def run_decomposed(sim, comm, steps, callback, every, phase):
+    """Simulation.run of a sphere run over the ranks of `comm` (see the module docstring)."""
+    import time
+    check_decomposable(sim, comm.Get_size())
+    t0 = time.perf_counter()
+    sub = Subdomain(sim, comm, sim.mpi_rebalance_every)
+    done = 0
+    while done < steps:
+        chunk = steps - done
+        if every is not None:
+            chunk = min(chunk, every - (int(sub.local.ictl[ICTL_STEP]) - phase) % every)
+        stress = sub.advance(chunk)
+        done += chunk
+        sub.gather_into(sim, stress)
+        if callback is not None and every is not None and (sim.step_count - phase) % every == 0:
+            callback(sim)
+    sim.timing["run_s"] += time.perf_counter() - t0
+    sim.timing["steps"] += steps
