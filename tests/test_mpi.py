@@ -1,0 +1,216 @@
+"""Spheres decomposed over 2 MPI ranks (graindem.parallel) against the serial run.
+
+The MPI runs are child processes started with the MPI launcher (mpiexec of the environment, with
+--oversubscribe for Open MPI: more ranks than free cores); the serial reference runs in this
+process. A periodic box of 300 spheres, squeezed so that they overlap, with random velocities:
+contacts open and close across the subdomain and periodic boundaries, Jäger histories grow, and
+the neighbour list is rebuilt (with migration) several times in 300 steps.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graindem
+from graindem.contact import state as S
+from graindem.core.layout import ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
+from graindem.engine import checkpoint
+from graindem.engine.simulation import Simulation
+from graindem.parallel.bisection import Bisection
+from graindem.parallel.subdomain import check_decomposable
+
+SRC = Path(graindem.__file__).resolve().parents[1]
+
+# the same case in this process and in the MPI children (the children import this text)
+CASE = textwrap.dedent('''
+    import numpy as np
+    from graindem.engine.prepare import random_gas
+    from graindem.engine.simulation import Simulation
+
+    def build(n=300, law="jaeger", seed=1):
+        rng = np.random.default_rng(seed)
+        r = rng.uniform(0.8, 1.2, n) * 1e-3
+        L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.35) ** (1.0 / 3.0)
+        pos = random_gas(n, r, np.full(3, L), rng)
+        sim = Simulation(law=law, E=70e9, nu=0.25, mu=0.5, density=2500.0, local_damping=0.1,
+                         max_initial_overlap=0.5, dt_fraction=0.2)
+        sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
+        # radii grown after placement: overlaps up to 12 % push the spheres apart
+        sim.add_particles(pos, 1.12 * r, velocities=rng.normal(0.0, 0.05, (n, 3)))
+        return sim
+''')
+namespace = {}
+exec(CASE, namespace)
+build = namespace["build"]
+
+
+def _launcher():
+    """(mpiexec path, whether it is Open MPI's) of a launcher next to mpi4py, or None."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    for exe in (Path(sys.executable).parent / "mpiexec", shutil.which("mpiexec"), shutil.which("mpirun")):
+        if exe and Path(exe).exists():
+            break
+    else:
+        return None
+    try:
+        version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    open_mpi = "Open MPI" in version or "OpenRTE" in version or "prte" in version.lower()
+    return str(exe), open_mpi
+
+
+LAUNCHER = _launcher()
+needs_mpi = pytest.mark.skipif(LAUNCHER is None, reason="no MPI launcher (mpiexec) with mpi4py in this environment: "
+                               "pip install 'graindem[mpi]' installs both")
+
+
+def _mpirun(tmp_path, script, ranks=2, check=True):
+    path = tmp_path / "child.py"
+    path.write_text(CASE + textwrap.dedent(script))
+    exe, open_mpi = LAUNCHER
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + [p for p in [env.get("PYTHONPATH")] if p])
+    env.setdefault("NUMBA_NUM_THREADS", "1")
+    argv = [exe]
+    if open_mpi:
+        # more ranks than free cores; Open MPI refuses root unless told (test containers often run
+        # as root); and the variables the children need passed on explicitly
+        argv.append("--oversubscribe")
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        for name in ("PYTHONPATH", "NUMBA_CACHE_DIR", "GRAINDEM_NUMBA_CACHE", "NUMBA_NUM_THREADS"):
+            if name in env:
+                argv += ["-x", name]
+    proc = subprocess.run(argv + ["-n", str(ranks), sys.executable, str(path)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mpiexec failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def _histories(sim):
+    m = int(sim.ictl[ICTL_NPAIRS])
+    return [sim.store.points(h) for h in sim.pist[:m, S.I_HEAD]]
+
+
+def assert_same_run(sim, ref):
+    """The state of `sim` equals that of the serial `ref` bit for bit, except the running sums of
+    acc (summed per rank, then over ranks in rank order) and the store's point numbering."""
+    a, _ = sim.state_dict()
+    b, _ = ref.state_dict()
+    for name in ("pos", "vel", "omega", "quat", "pos_build", "cell", "ictl", "pstart"):
+        assert np.array_equal(a[name], b[name]), name
+    m = int(ref.ictl[ICTL_NPAIRS])
+    for name in ("pi", "pj", "pfs", "pcq"):
+        assert np.array_equal(a[name][:m], b[name][:m]), name
+    assert np.array_equal(a["pist"][:m, S.I_LEN], b["pist"][:m, S.I_LEN])
+    assert _histories(sim) == _histories(ref)
+    for k in [ACC_LOCAL_WORK] + list(range(ACC_STRESS, ACC_STRESS + 9)):
+        assert a["acc"][k] == pytest.approx(b["acc"][k], rel=1e-12, abs=1e-12 * np.abs(b["acc"][ACC_STRESS:ACC_STRESS + 9]).max())
+
+
+@needs_mpi
+def test_two_ranks_run_the_serial_trajectory_and_checkpoints_restart_across_rank_counts(tmp_path):
+    half = build()
+    half.run(150)
+    checkpoint.save(half, tmp_path / "serial150.h5")
+    _mpirun(tmp_path, '''
+        from graindem.engine import checkpoint
+        sim = build()
+        sim.run(150)
+        checkpoint.save(sim, "ranks150.h5")
+        sim.run(150)
+        checkpoint.save(sim, "ranks300.h5")
+        restarted, _ = checkpoint.load("serial150.h5")
+        restarted.run(150)
+        checkpoint.save(restarted, "serial150_ranks300.h5")
+    ''')
+    ref = build()
+    ref.run(300)
+    assert ref.measure()["n_rebuilds"] >= 5  # bodies and rows migrated several times
+    assert ref.measure()["mean_history_length"] > 1.0
+    decomposed, _ = checkpoint.load(tmp_path / "ranks300.h5")
+    assert_same_run(decomposed, ref)
+    assert decomposed.ictl[ICTL_NREBUILDS] == ref.ictl[ICTL_NREBUILDS]
+    m, r = decomposed.measure(), ref.measure()
+    for key in ("pressure", "kinetic_energy", "n_contacts", "coordination", "mean_history_length"):
+        assert m[key] == r[key], key
+    # written on 2 ranks, continued on 1
+    one, _ = checkpoint.load(tmp_path / "ranks150.h5")
+    one.run(150)
+    assert_same_run(one, ref)
+    # written on 1 rank, continued on 2
+    two, _ = checkpoint.load(tmp_path / "serial150_ranks300.h5")
+    assert_same_run(two, ref)
+
+
+@needs_mpi
+def test_more_ranks_than_spheres_is_refused_under_mpirun(tmp_path):
+    proc = _mpirun(tmp_path, '''
+        sim = Simulation()
+        sim.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), periodic=(True, True, True))
+        sim.add_particles([[0.5, 0.5, 0.5]], 0.01)
+        sim.run(10)
+    ''', check=False)
+    assert proc.returncode != 0
+    assert "2 MPI ranks for 1 spheres" in proc.stderr
+
+
+def test_bad_decompositions_are_refused_with_the_reason():
+    sim = build(n=40)
+    sim.setup()
+    with pytest.raises(ValueError, match="3 MPI ranks for 2 bodies"):
+        Bisection(np.random.default_rng(0).random((2, 3)), np.arange(2), 3, np.ones(3))
+    walled = Simulation()
+    walled.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+    walled.add_wall((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
+    walled.add_particles([[0.5, 0.5, 0.5], [0.2, 0.2, 0.2]], 0.01)
+    walled.setup()
+    with pytest.raises(ValueError, match="walls does not run decomposed"):
+        check_decomposable(walled, 2)
+    with pytest.raises(ValueError, match="41 MPI ranks for 40 spheres"):
+        check_decomposable(sim, 41)
+    sim.control_axis(0, strain_rate=1.0)
+    with pytest.raises(ValueError, match="deforming cell"):
+        check_decomposable(sim, 2)
+    # bodies crowded near x = 0: the median cut leaves a box thinner than the halo
+    frac = np.random.default_rng(1).random((100, 3))
+    frac[:, 0] *= 0.05
+    tree = Bisection(frac, np.arange(100), 2, np.array([3.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="subdomain of MPI rank 0 is .* thinner than the halo"):
+        tree.check_thickness(0.5)
+
+
+def test_bisection_balances_counts_and_finds_every_halo_neighbour():
+    rng = np.random.default_rng(2)
+    frac = rng.random((1000, 3))
+    lengths = np.array([2.0, 1.0, 1.0])
+    tree = Bisection(frac, np.arange(1000), 4, lengths)
+    owner = tree.owner(frac)
+    assert sorted(np.bincount(owner)) == [250, 250, 250, 250]
+    lo, hi = tree.boxes[owner, 0], tree.boxes[owner, 1]
+    assert np.all((frac >= lo) & (frac < hi))
+    # brute force: a point is within the halo of a box iff some point of the box's bodies' region
+    # (sampled densely) lies within the halo of its periodic images
+    halo = 0.15
+    near = tree.halo_ranks(frac, (True, True, True), halo)
+    for r in range(4):
+        b = tree.boxes[r]
+        # nearest point of box r to each position, image by image
+        best = np.full(1000, np.inf)
+        for sx in (-1, 0, 1):
+            for sy in (-1, 0, 1):
+                for sz in (-1, 0, 1):
+                    f = frac + np.array([sx, sy, sz])
+                    q = np.clip(f, b[0], b[1])
+                    best = np.minimum(best, np.linalg.norm((f - q) * lengths, axis=1))
+        assert np.array_equal(near[:, r], best < halo)
