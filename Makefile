@@ -18,7 +18,7 @@ $(VENV)/.installed-runtime: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	@echo "installing graindem and its test and documentation extras into $(VENV)/ ..."
+	@echo "installing graindem and its test, documentation and MPI extras into $(VENV)/ ..."
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@ $(VENV)/.installed-runtime
 

@@ -26,6 +26,7 @@ from graindem.parallel.bisection import Bisection
 from graindem.parallel.subdomain import check_decomposable
 
 SRC = Path(graindem.__file__).resolve().parents[1]
+SCENARIO = Path(graindem.__file__).resolve().parent / "scenarios" / "biaxial.toml"
 
 # the same case in this process and in the MPI children (the children import this text)
 CASE = textwrap.dedent('''
@@ -119,7 +120,7 @@ def assert_same_run(sim, ref):
 
 
 @needs_mpi
-def test_two_ranks_run_the_serial_trajectory_and_checkpoints_restart_across_rank_counts(tmp_path):
+def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(tmp_path):
     half = build()
     half.run(150)
     checkpoint.save(half, tmp_path / "serial150.h5")
@@ -133,7 +134,17 @@ def test_two_ranks_run_the_serial_trajectory_and_checkpoints_restart_across_rank
         restarted, _ = checkpoint.load("serial150.h5")
         restarted.run(150)
         checkpoint.save(restarted, "serial150_ranks300.h5")
+        tiny = Simulation()
+        tiny.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), periodic=(True, True, True))
+        tiny.add_particles([[0.5, 0.5, 0.5]], 0.01)
+        try:
+            tiny.run(10)
+        except ValueError as exc:
+            from mpi4py import MPI
+            if MPI.COMM_WORLD.Get_rank() == 0:
+                open("refused.txt", "w").write(str(exc))
     ''')
+    assert "2 MPI ranks for 1 spheres" in (tmp_path / "refused.txt").read_text()
     ref = build()
     ref.run(300)
     assert ref.measure()["n_rebuilds"] >= 5  # bodies and rows migrated several times
@@ -153,16 +164,12 @@ def test_two_ranks_run_the_serial_trajectory_and_checkpoints_restart_across_rank
     assert_same_run(two, ref)
 
 
-@needs_mpi
-def test_more_ranks_than_spheres_is_refused_under_mpirun(tmp_path):
-    proc = _mpirun(tmp_path, '''
-        sim = Simulation()
-        sim.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), periodic=(True, True, True))
-        sim.add_particles([[0.5, 0.5, 0.5]], 0.01)
-        sim.run(10)
-    ''', check=False)
-    assert proc.returncode != 0
-    assert "2 MPI ranks for 1 spheres" in proc.stderr
+def test_the_command_line_refuses_to_run_on_several_ranks(tmp_path, monkeypatch, capsys):
+    import graindem.cli as cli
+    monkeypatch.setattr(cli, "world", lambda: object())  # what world() gives under mpiexec -n 2
+    assert cli.main(["run", str(SCENARIO), "--out", str(tmp_path / "out")]) != 0
+    assert "the graindem command line does not run over several MPI ranks yet" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
 def test_bad_decompositions_are_refused_with_the_reason():

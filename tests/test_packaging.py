@@ -48,3 +48,4 @@ def test_scenario_files_ship_with_the_package_and_docs_extra_is_tested():
     extras = PYPROJECT["project"]["optional-dependencies"]
     names = lambda reqs: {r.split(">")[0].split("[")[0] for r in reqs}  # noqa: E731
     assert names(extras["docs"]) <= names(extras["test"])
+    assert names(extras["mpi"]) <= names(extras["test"])  # make test runs the MPI tests

@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import traceback
+from .parallel.world import world
 
 COMMANDS = {
     "modes": ("graindem.fem.cli", "extract deformation modes of a grain by FEM and write a mode file"),
@@ -109,6 +110,10 @@ def main(argv=None):
         previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         _check_out(args.command, args)
+        if world() is not None:
+            raise ValueError("the graindem command line does not run over several MPI ranks yet (every rank would "
+                             "write the outputs): run it on one rank, or run the simulation from a Python script "
+                             "under mpiexec (docs/parallel-mpi.md)")
         return int(modules[args.command].run(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:
         if args.debug:

@@ -7,6 +7,9 @@ atomic); load(path) returns a Simulation that continues bit for bit as the saved
 A state saved right after the kernel reported divergence holds a half-finished step (metadata
 "diverged": true, as in the diverged.h5 a failing run writes): it can be loaded for inspection,
 but load(path, for_restart=True) refuses it.
+
+Under several MPI ranks (graindem.parallel) every rank holds the whole state between runs and rank
+0 writes it: the file is the serial format, and load() on any number of ranks continues it.
 """
 
 from pathlib import Path
