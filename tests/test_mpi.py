@@ -127,6 +127,7 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
     _mpirun(tmp_path, '''
         from graindem.engine import checkpoint
         sim = build()
+        sim.mpi_rebalance_every = 2  # the boxes bisected again every other rebuild
         sim.run(150)
         checkpoint.save(sim, "ranks150.h5")
         sim.run(150)

@@ -137,8 +137,8 @@ def advance_cell(cell, dt):
 def deformation_since_build(cell):
     """(bound, flip): a bound on |F - I| of the cell's affine map F since the last neighbour rebuild
     (max |F_kk - 1| plus the Frobenius norm of F's off-diagonal part), and whether a tilt passed
-    half a cell length (the rebuild must then flip it). The rule of the sphere loop (engine.loop,
-    which keeps its own copy for the reason given at advance_cell)."""
+    half a cell length (the rebuild must then flip it). The rule of the sphere loop's rebuild test
+    (engine.loop.rebuild_due) and of the level-set grains'."""
     stretch = 0.0
     for k in range(3):
         s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)

@@ -17,7 +17,7 @@ from .._jit import njit
 from ..boundaries.servo import servo
 from ..boundaries.walls import wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
-from ..core.cell import CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, is_sheared, tilt_out_of_range
+from ..core.cell import deformation_since_build
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
                            ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
                            OUT_STEPS, PRM_PAIR, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL,
@@ -110,21 +110,5 @@ def rebuild_due(cell, ctl, maxd2, wmove):
     normal) by what is left of the skin, or the cell's tilt must flip."""
     skin = ctl[CTL_SKIN]
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
-    stretch = 0.0
-    for k in range(3):
-        s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
-        if s > stretch:
-            stretch = s
-    flip = False
-    if is_sheared(cell):
-        # |F - I| <= max |F_kk - 1| + |off-diagonal part| (Frobenius); a tilt past half a cell
-        # length rebuilds at once, where the tilt flips and the minimum image stays exact
-        xy_b = cell[CELL_TILT_BUILD]
-        yz_b = cell[CELL_TILT_BUILD + 2]
-        f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
-        f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
-        f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
-               - f01 * yz_b) / cell[CELL_LBUILD + 2]
-        stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
-        flip = tilt_out_of_range(cell)
+    stretch, flip = deformation_since_build(cell)
     return flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin
