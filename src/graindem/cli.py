@@ -111,9 +111,9 @@ def main(argv=None):
     try:
         _check_out(args.command, args)
         if world() is not None:
-            raise ValueError("the graindem command line does not run over several MPI ranks yet (every rank would "
-                             "write the outputs): run it on one rank, or run the simulation from a Python script "
-                             "under mpiexec (docs/parallel-mpi.md)")
+            raise ValueError("the graindem command line does not run over several MPI ranks yet (every rank "
+                             "would write the outputs): run it on one rank, or run the simulation from a Python "
+                             "script under mpiexec (docs/parallel-mpi.md)")
         return int(modules[args.command].run(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:
         if args.debug:

@@ -11,15 +11,15 @@ contact state; the force on an owned sphere is then summed from the same rows in
 in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
 computed too and their results ignored.
 
-A step: pair forces on the local rows, the cell's servo, the integration of the owned spheres
-(engine.integration.advance_particles on their rows), the ghosts refreshed from their owners
-(world.HaloUpdate: positions, velocities, spins, orientations), then the rebuild test on the
-largest displacement of all ranks (an exact maximum). At a rebuild the owned spheres go to the
-ranks whose boxes now hold them, each with the ranks whose halo it reaches, and every pair row goes,
-with its load history (row_transfer), to the new owners of its two spheres, sent by the owner of
-its lower-id sphere (the row's authoritative copy); the local neighbour build then carries it over
-as the serial build does. Every `Simulation.mpi_rebalance_every` rebuilds the boxes are bisected
-again from all positions.
+A step: one call of the serial time loop (engine.loop.run_steps) on the local state, with the owned
+spheres numbered first and only they integrated, its own rebuild test switched off; the ghosts
+refreshed from their owners (world.HaloUpdate: positions, velocities, spins, orientations); then
+the rebuild test (engine.loop.rebuild_due) on the largest displacement of all ranks (an exact
+maximum). At a rebuild the owned spheres go to the ranks whose boxes now hold them, each with the
+ranks whose halo it reaches, and every pair row goes, with its load history (row_transfer), to the
+new owners of its two spheres, sent by the owner of its lower-id sphere (the row's authoritative
+copy); the local neighbour build then carries it over as the serial build does. Every
+`Simulation.mpi_rebalance_every` rebuilds the boxes are bisected again from all positions.
 
 Between calls of Simulation.run the Simulation holds the whole state on every rank, gathered
 (gather_into) in the serial layout: the spheres in global order, and the pair list rebuilt in the
@@ -170,7 +170,8 @@ class Subdomain:
         ictl[ICTL_NWCAND] = 0
         arrays = {"pos": bf[:, 0:3], "vel": bf[:, 3:6], "omega": bf[:, 6:9], "quat": bf[:, 9:13],
                   "radius": bf[:, 13], "mass": bf[:, 14], "inertia": bf[:, 15], "pos_build": bf[:, 16:19],
-                  "force": np.zeros((n, 3)), "torque": np.zeros((n, 3)), "pmat": bi[:, 1], "pid": np.arange(n, dtype=np.int64),
+                  "force": np.zeros((n, 3)), "torque": np.zeros((n, 3)), "pmat": bi[:, 1],
+                  "pid": np.arange(n, dtype=np.int64),
                   "prm": src.prm, "cell": src.cell, "ctl": src.ctl, "ictl": ictl, "walls": np.zeros((0, 12)),
                   "wcand": np.zeros(1, dtype=np.int64), "pstart": pstart, "pi": pi, "pj": pj, "pfs": pfs,
                   "pist": pist, "pcq": pcq, "wfs": np.zeros((0, S.N_FSTATE)),
