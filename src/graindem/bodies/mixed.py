@@ -12,9 +12,9 @@ unchanged; grains: bodies.levelset), and this module adds what joins them:
   "node"), damping and per-node Coulomb spring, the material pair's friction, forces and torques
   to both bodies, the stress and energies in the grains' records (apply_scratch). A node's history
   partner is the grain count plus the sphere's index, so grain and sphere partners stay apart.
-- **The step** (run_mixed), the same dt for both kinds. Both integrators are the leapfrog: a
-  sphere's velocity is stored at the half step, a grain's at the full step (velocity Verlet), and
-  both take forces at the same positions:
+- **The step** (engine.mixed_loop.run_mixed, which calls the sphere loop), the same dt for both
+  kinds. Both integrators are the leapfrog: a sphere's velocity is stored at the half step, a
+  grain's at the full step (velocity Verlet), and both take forces at the same positions:
     0. grains: the first half of their step (half kick with the forces of the last step, drift,
        rotation; bodies.levelset.start_step; their copy of the walls moves);
     1. the grains' own list, when stale;
@@ -42,13 +42,10 @@ import numpy as np
 from .._jit import njit
 from ..contact import levelset_contact as lc
 from ..core.cell import CELL_L, CELL_TILT, is_sheared, min_image, min_image_tilted
-from ..core.layout import CTL_LOCAL_DAMP, OUT_STATUS, STATUS_DONE as SPHERES_DONE, STATUS_PAIRS_FULL as SPHERE_PAIRS_FULL
-from ..engine.loop import run_steps
-from .levelset import (GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, affine_drift2, build_grain_pairs, complete_step,
-                       grain_forces, neighbour_cutoff, rebuild, start_step)
+from .levelset import GC_NCP, GC_NPAIRS, MOTION_DYNAMIC, affine_drift2, build_grain_pairs, grain_forces
 
 # the int64 control record of the mixed step
-MC_STATUS = 0      # why run_mixed returned (STATUS_*)
+MC_STATUS = 0      # why engine.mixed_loop.run_mixed returned (its STATUS_*)
 MC_PHASE = 1       # the phase to resume the interrupted step at
 MC_STALE = 2       # the grains' list was stale at phase 0 of the step in hand
 MC_NPAIRS = 3      # listed grain-sphere pairs
@@ -57,17 +54,12 @@ MC_NREBUILDS = 5
 MC_BAD_GRAIN = 6   # diverged: the grain and sphere of the contact
 MC_BAD_SPHERE = 7
 MC_NCONTACTS = 8   # grain-sphere pairs with a contact node at the last force evaluation
-MC_NCP = 9         # contact nodes of all grain contacts at the last force evaluation
-N_MC = 10
+N_MC = 9
 
-STATUS_DONE = 0
-STATUS_GRAIN_PAIRS_FULL = 1   # grow the grains' pair list, resume at PHASE_GRAIN_LIST
-STATUS_SPHERES = 2            # run_steps stopped (store low, pairs full, diverged): see its out record
-STATUS_SG_PAIRS_FULL = 3      # grow the grain-sphere pair list, resume at PHASE_SG_LIST
-STATUS_GRAIN_DIVERGED = 4     # the grains' record (gctl) names where
-STATUS_SG_DIVERGED = 5        # MC_BAD_GRAIN, MC_BAD_SPHERE name the contact
+# the values mixed_forces leaves in mctl[MC_STATUS] when a contact diverged
+MC_GRAIN_DIVERGED = 4     # the grains' record (gctl) names where
+MC_SG_DIVERGED = 5        # MC_BAD_GRAIN, MC_BAD_SPHERE name the contact
 
-PHASE_START, PHASE_GRAIN_LIST, PHASE_SPHERES, PHASE_SG_LIST, PHASE_FORCES = 0, 1, 2, 3, 4
 
 
 @njit
@@ -175,7 +167,7 @@ def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, p
                         zeta, both, limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x,
                         sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, g_acc, gctl)
     if n_cp < 0:
-        mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
+        mctl[MC_STATUS] = MC_GRAIN_DIVERGED
         return False
     n_cp = sphere_grain_forces(step, dt, sg_pairs, mctl[MC_NPAIRS], tmpl, t_node_off, t_nodes, t_areas, t_radius, pos,
                                vel, omega, rot, mass, motion, radius, material, force, torque, s_pos, s_vel, s_omega,
@@ -184,62 +176,10 @@ def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, p
                                sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy,
                                g_acc, mctl)
     if n_cp < 0:
-        mctl[MC_STATUS] = STATUS_SG_DIVERGED
+        mctl[MC_STATUS] = MC_SG_DIVERGED
         return False
-    mctl[MC_NCP] = n_cp
+    gctl[GC_NCP] = n_cp  # the grains' contact points, grain-sphere ones included (contact_network)
     return True
-
-
-@njit
-def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_build, gravity, cell, periodic, ctl,
-              ictl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build, mctl):
-    """Advance up to n_steps steps of both kinds, the first from `phase` (module docstring);
-    returns the steps completed, mctl[MC_STATUS] says why it returned and mctl[MC_PHASE] where to
-    resume. tpl, gb, gc, gh, gs: the grains' template, body, contact, history and scratch arrays
-    (LevelSetBodies); sph: the arguments of engine.loop.run_steps after the step count."""
-    tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius = tpl
-    pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
-    energy = gs[11]
-    s_pos, s_vel, s_omega, s_quat, s_force, s_torque, s_radius, s_mass = sph[:8]
-    out = sph[40]
-    alpha = ctl[CTL_LOCAL_DAMP]
-    cutoff = neighbour_cutoff(radius, skin)
-    mctl[MC_STATUS] = STATUS_DONE
-    for it in range(n_steps):
-        if phase <= PHASE_START:
-            ok, stale = start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
-                                   force, torque, gravity, cell, ctl, ictl, g_walls, g_build, energy, g_acc, gctl)
-            if not ok:
-                mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
-                return it
-            mctl[MC_STALE] = 1 if stale else 0
-        if phase <= PHASE_GRAIN_LIST and mctl[MC_STALE] != 0:
-            if not rebuild(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl):
-                mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_GRAIN_LIST
-                return it
-            mctl[MC_STALE] = 0
-        if phase <= PHASE_SPHERES:
-            run_steps(1, *sph)
-            if out[OUT_STATUS] != SPHERES_DONE:
-                mctl[MC_STATUS] = STATUS_SPHERES
-                # pairs full: the sphere step is done but for its rebuild, which the caller makes
-                mctl[MC_PHASE] = PHASE_SG_LIST if out[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
-                return it
-        if phase <= PHASE_SG_LIST and sphere_grain_stale(pos, sg_g_build, s_pos, sg_s_build, cell, skin):
-            if not rebuild_sphere_grain_pairs(pos, radius, s_pos, s_radius, cell, periodic, skin, sg_pairs,
-                                              sg_g_build, sg_s_build, mctl):
-                mctl[MC_STATUS] = STATUS_SG_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_SG_LIST
-                return it
-        if not mixed_forces(gctl[GC_STEP] + 1, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, periodic,
-                            g_walls, wall_mat, g_acc, gctl, s_pos, s_vel, s_omega, s_radius, s_mass, s_material,
-                            s_force, s_torque, sg_pairs, mctl):
-            return it
-        complete_step(dt, alpha, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, g_walls, energy,
-                      g_acc, gctl)
-        phase = PHASE_START
-    return n_steps
 
 
 def sphere_grain_time_step(grains, contact, s_radius, s_mass, s_inertia):

@@ -13,13 +13,13 @@ import math
 
 import numpy as np
 
-from ..bodies.levelset import GC_BAD_I, GC_BAD_J, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, LevelSetBodies
-from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NCP, MC_NREBUILDS, MC_PHASE, MC_STATUS,
-                            PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
-                            STATUS_SG_DIVERGED, STATUS_SG_PAIRS_FULL, SphereGrainCoupling, mixed_forces, run_mixed,
-                            sphere_grain_time_step)
+from ..bodies.levelset import GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, LevelSetBodies
+from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NREBUILDS, MC_PHASE, MC_STATUS,
+                            SphereGrainCoupling, mixed_forces, sphere_grain_time_step)
 from ..contact import rolling as RL
 from ..contact.levelset_contact import E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC
+from .mixed_loop import (PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
+                         STATUS_SG_DIVERGED, STATUS_SG_PAIRS_FULL, run_mixed)
 from ..core.layout import (ACC_STRESS, ACC_WALL, CTL_DT, ICTL_NPAIRS, N_ACC0, OUT_STATUS, STATUS_DIVERGED,
                            STATUS_PAIRS_FULL)
 
@@ -205,7 +205,7 @@ class MixedBodies:
         solid = float(np.sum(4.0 / 3.0 * math.pi * self.radius ** 3)) + float(np.sum(
             g.mass[dyn] / self.materials[g.material[dyn], 3]))
         n_c = s["n_contacts"] + int(grain_pairs.sum()) + n_sg
-        n_cp = int(self.mixed.mctl[MC_NCP])
+        n_cp = int(g.gctl[GC_NCP])
         s.update({
             "unbalanced_force_ratio": max(s["unbalanced_force_ratio"], g_unbalanced),
             "void_ratio": self.volume / solid - 1.0, "n_contacts": n_c,
