@@ -185,12 +185,16 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls
         sc_g[s, 1] = ny
         sc_g[s, 2] = nz
         sc_delta[s] = -val
-        if law == LAW_AREA:
-            sc_k[s] = k_normal * t_areas[a]
-        else:
-            sc_k[s] = k_normal
+        sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
         n_sc += 1
     return n_sc
+
+
+@njit(inline="always")
+def full_weight_stiffness(law, k_normal, area):
+    """A node's stiffness against a partner without nodes (a wall, a sphere): k_s times its area
+    (law "area") or k_n (law "node")."""
+    return k_normal * area if law == LAW_AREA else k_normal
 
 
 @njit
@@ -232,10 +236,7 @@ def collect_nodes_in_sphere(o, code, ex, ey, ez, R, tmpl, t_node_off, t_nodes, t
         sc_e[s, 0] = ex
         sc_e[s, 1] = ey
         sc_e[s, 2] = ez
-        if law == LAW_AREA:
-            sc_k[s] = k_normal * t_areas[a]
-        else:
-            sc_k[s] = k_normal
+        sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
         n_sc += 1
     return n_sc
 

@@ -132,23 +132,10 @@ class MixedBodies:
                     self._grow_pairs()
                     self._rebuild()
                 # store low: the next call starts with a larger store
+        return n
 
     def _run_mixed(self, steps, callback, every, phase, stops, on_diverge):
-        import time
-        t0 = time.perf_counter()
-        done = 0
-        while done < steps:
-            chunk = min(steps - done, stops.chunk_limit())
-            if every is not None:
-                chunk = min(chunk, every - (self.step_count - phase) % every)
-            stops.start_chunk()
-            self._mixed_advance(chunk, on_diverge)
-            done += chunk
-            if callback is not None and every is not None and (self.step_count - phase) % every == 0:
-                callback(self)
-            stops.after_chunk(chunk, self.step_count)
-        self.timing["run_s"] += time.perf_counter() - t0
-        self.timing["steps"] += steps
+        self._run_in_chunks(steps, callback, every, phase, stops, lambda chunk: self._mixed_advance(chunk, on_diverge))
 
     def _mixed_divergence_text(self, when):
         m = self.mixed.mctl

@@ -379,7 +379,8 @@ class Simulation(DeformableGrains, MixedBodies):
         nodes are stored once however many grains use it) at `positions` (m, 3), with unit quaternions
         `orientations` (m, 4; default identity), velocities and angular velocities (world axes), the
         density of `material`; motion "dynamic", "fixed" or "kinematic" (moves as prescribed).
-        Returns the grains' indices in `grains` (the order they were added)."""
+        Returns the grains' indices in `grains` (the order they were added). With add_particles
+        as well the run holds both kinds (engine.mixed_setup)."""
         self._check_not_ready()
         batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
         for k, t in enumerate(self._grain_templates):
@@ -545,26 +546,35 @@ class Simulation(DeformableGrains, MixedBodies):
         return worst
 
     def _run_grains(self, steps, callback, every, phase, stops, on_diverge):
+        def advance(chunk):
+            k, diverged = self.grains.run(chunk, self.dt, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,
+                                          self.walls, self.grain_contact, self.skin, self.diverge_overlap, self.acc)
+            self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
+            if diverged:
+                self._grains_diverged(on_diverge)
+            self._check_cell_heights()
+            return k
+        self._run_in_chunks(steps, callback, every, phase, stops, advance)
+
+    def _run_in_chunks(self, steps, callback, every, phase, stops, advance):
+        """The chunk loop of the runs with shaped grains: `advance(chunk)` makes the steps (and
+        returns how many), callback(self) whenever the step count minus `phase` is a multiple of
+        `every`, stop requests honoured between chunks."""
         import time
         t0 = time.perf_counter()
         done = 0
-        while done < steps:
-            chunk = min(steps - done, stops.chunk_limit())
-            if every is not None:
-                chunk = min(chunk, every - (self.step_count - phase) % every)
-            stops.start_chunk()
-            k, diverged = self.grains.run(chunk, self.dt, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,
-                                          self.walls, self.grain_contact, self.skin, self.diverge_overlap, self.acc)
-            done += k
-            self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
-            if diverged:
-                self.timing["run_s"] += time.perf_counter() - t0
-                self._grains_diverged(on_diverge)
-            self._check_cell_heights()
-            if callback is not None and every is not None and (self.step_count - phase) % every == 0:
-                callback(self)
-            stops.after_chunk(chunk, self.step_count)
-        self.timing["run_s"] += time.perf_counter() - t0
+        try:
+            while done < steps:
+                chunk = min(steps - done, stops.chunk_limit())
+                if every is not None:
+                    chunk = min(chunk, every - (self.step_count - phase) % every)
+                stops.start_chunk()
+                done += advance(chunk)
+                if callback is not None and every is not None and (self.step_count - phase) % every == 0:
+                    callback(self)
+                stops.after_chunk(chunk, self.step_count)
+        finally:
+            self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
 
     def _check_cell_heights(self):
@@ -1128,7 +1138,7 @@ class Simulation(DeformableGrains, MixedBodies):
 
     @property
     def kinds(self):
-        """{body kind: count} of the bodies in the run ("sphere", "levelset")."""
+        """{body kind: count} of the bodies in the run ("sphere", "levelset"; both in a mixed run)."""
         self.setup()
         if self.mixed is not None:
             return {"sphere": self.n, "levelset": self.grains.n}
