@@ -7,7 +7,9 @@ before and after, to round-off (the contact forces are equal and opposite at one
 F = integral over the grain's surface inside the sphere of k_s (R - |x - c|) n . e dA, evaluated by
 quadrature, independent of the nodes; (3) static equilibrium: spheres settled on a fixed bed of
 ellipsoids inside walls load the bed and the walls with their weight; (4) a run continued from an
-HDF5 checkpoint equals the uninterrupted run bit for bit.
+HDF5 checkpoint equals the uninterrupted run bit for bit; (5) translation invariance: a grain-sphere
+pair in contact across a periodic face feels the forces of the same pair in the middle of the box
+(only the rounding of the shifted coordinates differs).
 """
 
 import math
@@ -58,6 +60,29 @@ def test_free_collision_of_a_sphere_with_an_ellipsoid_conserves_momentum(ellipso
     p1, L1 = momenta(sim, about)
     np.testing.assert_allclose(p1, p0, rtol=0, atol=1e-13 * np.abs(p0).max())
     np.testing.assert_allclose(L1, L0, rtol=0, atol=1e-13 * np.abs(L0).max())
+
+
+def periodic_pair(ellipsoid, grain_centre):
+    sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=1e-3)
+    sim.set_box((0, 0, 0), (8, 8, 8), periodic=(True, True, True))
+    sim.set_grain_contact(1e3, law="area", damping_ratio=0.2)
+    c = np.asarray(grain_centre, dtype=float)
+    sim.add_grains(ellipsoid, [c], orientations=[(math.cos(0.05), 0.0, 0.0, math.sin(0.05))],
+                   velocities=[(0.05, 0.0, 0.0)], angular_velocities=[(0.0, 0.2, 0.0)])
+    sim.add_particles([c + (1.4, 0.1, 0.05)], 0.5, velocities=[(-0.1, 0.02, 0.0)])
+    return sim
+
+
+def test_grain_sphere_pair_across_a_periodic_face_feels_the_forces_of_the_middle(ellipsoid):
+    middle = periodic_pair(ellipsoid, (4.0, 4.0, 4.0))
+    middle.run(20)
+    across = periodic_pair(ellipsoid, (4.0 - 4.6, 4.0 + 3.5, 4.0))  # the contact lies across the x = 0 face
+    across.run(20)
+    assert middle.measure()["n_sphere_grain_contacts"] == 1
+    scale = np.abs(middle.force).max()
+    for a, b in ((across.force, middle.force), (across.torque, middle.torque),
+                 (across.grains.force, middle.grains.force), (across.grains.torque, middle.grains.torque)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * scale)
 
 
 def continuum_area_force(k_s, R_grain, R_sphere, d):

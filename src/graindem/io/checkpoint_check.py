@@ -29,7 +29,8 @@ from ..contact import store as ST
 from ..core import cell as C
 from ..core import layout as K
 
-__all__ = ["validate_state", "validate_engine_state", "validate_grain_state", "validate_mixed_state", "store_link_errors", "MAX_STORE_POINTS"]
+__all__ = ["validate_state", "validate_engine_state", "validate_grain_state", "validate_mixed_state",
+           "store_link_errors", "MAX_STORE_POINTS"]
 
 # the history store numbers points with int32 links holding (index << 1) | slip
 MAX_STORE_POINTS = 1 << 30
