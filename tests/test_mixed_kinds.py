@@ -197,6 +197,7 @@ def test_mixed_run_writes_both_kinds_to_vtk(ellipsoid, tmp_path):
     (lambda s: s.control_axis(0, strain_rate=-0.1), "control_axis"),
     (lambda s: s.control_shear("xy", 0.1), "control_shear"),
     (lambda s: setattr(s, "sort_particles", True), "sort_particles"),
+    (lambda s: s.add_particles([(9.0, 9.0, 9.0)], 0.05), "below the spacing .* of the grains' surface nodes"),
 ])
 def test_unsupported_features_of_a_mixed_run_are_refused(ellipsoid, change, message):
     sim = Simulation(density=1.0, E=1e5, nu=0.3, dt=1e-3)
@@ -206,4 +207,14 @@ def test_unsupported_features_of_a_mixed_run_are_refused(ellipsoid, change, mess
     sim.add_particles([(8.0, 8.0, 8.0)], 0.5)
     change(sim)
     with pytest.raises(ValueError, match=message):
+        sim.setup()
+
+
+def test_a_sphere_deep_inside_a_grain_at_start_is_named(ellipsoid):
+    sim = Simulation(density=1.0, E=1e5, nu=0.3, dt=1e-3)
+    sim.set_box((-5, -5, -5), (5, 5, 5))
+    sim.set_grain_contact(1e3, law="area")
+    sim.add_grains(ellipsoid, [(2.0, 2.0, 2.0), (0.0, 0.0, 0.0)])
+    sim.add_particles([(-3.0, -3.0, -3.0), (0.3, 0.0, 0.0)], 0.5)
+    with pytest.raises(ValueError, match="grain 1 lies inside sphere 1 deeper than diverge_overlap"):
         sim.setup()

@@ -32,7 +32,8 @@ unchanged; grains: bodies.levelset), and this module adds what joins them:
 Not offered for a mixed run (Simulation refuses it at setup): the deforming cell (servo, shear;
 the cell is advanced by each kind's integrator, which is exact only while it does not deform),
 renumbering spheres (`sort_particles`: the grain-sphere list and histories hold sphere indices),
-adaptive dt, the "hertz_curvature" grain law, deformable grains.
+adaptive dt, the "hertz_curvature" grain law, deformable grains, spheres smaller than the grains'
+node spacing (the nodes would not resolve them).
 """
 
 import math
@@ -42,6 +43,7 @@ import numpy as np
 from .._jit import njit
 from ..contact import levelset_contact as lc
 from ..core.cell import CELL_L, CELL_TILT, is_sheared, min_image, min_image_tilted
+from ..core.grid import trilinear
 from .levelset import GC_NCP, GC_NPAIRS, MOTION_DYNAMIC, affine_drift2, build_grain_pairs, grain_forces
 
 # the int64 control record of the mixed step
@@ -98,15 +100,18 @@ def sphere_grain_stale(g_pos, g_build, s_pos, s_build, cell, skin):
 
 
 @njit
-def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_node_off, t_nodes, t_areas, t_radius, g_pos, g_vel,
-                        g_omega, g_rot, g_mass, g_motion, g_radius, g_material, g_force, g_torque, s_pos, s_vel,
-                        s_omega, s_radius, s_mass, s_material, s_force, s_torque, cell, periodic, walls, law,
-                        k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner, last_step, sc_owner,
-                        sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy, acc,
-                        mctl):
+def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
+                        t_areas, t_radius, g_pos, g_vel, g_omega, g_rot, g_mass, g_motion, g_radius, g_material,
+                        g_force, g_torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque,
+                        cell, periodic, walls, law, k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner,
+                        last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij,
+                        n_cp, energy, acc, mctl):
     """Add the forces of the grain-sphere contacts to both kinds (module docstring); returns the
-    count of contact points (n_cp on entry plus these), or -1 when a node lies deeper in a sphere
-    than `limit` times the smaller of the grain's and the sphere's radius (mctl names the pair)."""
+    count of contact points (n_cp on entry plus these), or -1 when the sphere sinks deeper into the
+    grain than `limit` times the smaller of the grain's and the sphere's radius (mctl names the
+    pair): a node deeper in the sphere, or the sphere's centre closer to the grain's surface, read
+    from the grain's level set, than its radius less that depth (a sphere sunk into a grain, which
+    the grain's nodes alone would not see)."""
     G = g_pos.shape[0]
     Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
     txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
@@ -126,12 +131,22 @@ def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_node_off, t_nodes, t_a
         r = g_radius[g] + s_radius[s]
         if ex * ex + ey * ey + ez * ez >= r * r:
             continue
+        deepest = limit * min(t_radius[tmpl[g]], s_radius[s])
+        t = tmpl[g]
+        bx = g_rot[g, 0, 0] * ex + g_rot[g, 1, 0] * ey + g_rot[g, 2, 0] * ez
+        by = g_rot[g, 0, 1] * ex + g_rot[g, 1, 1] * ey + g_rot[g, 2, 1] * ez
+        bz = g_rot[g, 0, 2] * ex + g_rot[g, 1, 2] * ey + g_rot[g, 2, 2] * ez
+        phi_c, _, _, _, inside = trilinear(t_phi, t_phi_off[t], t_shape[t, 0], t_shape[t, 1], t_shape[t, 2],
+                                           t_origin[t, 0], t_origin[t, 1], t_origin[t, 2], t_h[t], bx, by, bz)
+        if inside and not (s_radius[s] - phi_c < deepest):
+            mctl[MC_BAD_GRAIN] = g
+            mctl[MC_BAD_SPHERE] = s
+            return -1
         n_sc = lc.collect_nodes_in_sphere(g, code, ex, ey, ez, s_radius[s], tmpl, t_node_off, t_nodes, t_areas,
                                           g_pos, g_rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist, sc_x,
                                           sc_g, sc_delta, sc_k, sc_e, 0)
         if n_sc == 0:
             continue
-        deepest = limit * min(t_radius[tmpl[g]], s_radius[s])
         for k in range(n_sc):
             if not (sc_delta[k] < deepest):
                 mctl[MC_BAD_GRAIN] = g
@@ -169,12 +184,12 @@ def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, p
     if n_cp < 0:
         mctl[MC_STATUS] = MC_GRAIN_DIVERGED
         return False
-    n_cp = sphere_grain_forces(step, dt, sg_pairs, mctl[MC_NPAIRS], tmpl, t_node_off, t_nodes, t_areas, t_radius, pos,
-                               vel, omega, rot, mass, motion, radius, material, force, torque, s_pos, s_vel, s_omega,
-                               s_radius, s_mass, s_material, s_force, s_torque, cell, periodic, g_walls, law,
-                               k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner, last_step, sc_owner,
-                               sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy,
-                               g_acc, mctl)
+    n_cp = sphere_grain_forces(step, dt, sg_pairs, mctl[MC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
+                               t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius,
+                               material, force, torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force,
+                               s_torque, cell, periodic, g_walls, law, k_normal, kt_ratio, mu_tab, zeta, limit,
+                               hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
+                               sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy, g_acc, mctl)
     if n_cp < 0:
         mctl[MC_STATUS] = MC_SG_DIVERGED
         return False

@@ -56,6 +56,14 @@ class MixedBodies:
             raise ValueError("no domain: call set_box first")
         grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
                                 self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
+        # the grains' nodes resolve a sphere only if it spans a node spacing (sqrt of the mean node area)
+        spacing = max(math.sqrt(float(grains.t_areas[a:b].mean()))
+                      for a, b in zip(grains.t_node_off[:-1], grains.t_node_off[1:]))
+        r_min = float(min(r.min() for r in self._radii))
+        if r_min < spacing:
+            raise ValueError(f"sphere radius {r_min:.4g} m is below the spacing {spacing:.4g} m of the grains' surface "
+                             "nodes (sqrt of the mean node area): the nodes cannot resolve so small a sphere; give "
+                             "the grain templates more nodes (n_nodes) or use larger spheres")
         self._setup_spheres(rmax_cell=float(grains.radius.max()))
         self.grains = grains
         self.mixed = SphereGrainCoupling(grains.n, self.n, self.walls, N_ACC0 + 3 * self.walls.shape[0])
