@@ -110,11 +110,12 @@ def update_rotations(quat, rot, angmom, inertia, omega, motion):
 
 
 @njit
-def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
+def build_grain_pairs(pos, radius, cell, periodic, skin, pairs, split=0):
     """Wrap the centres into the cell and list, as a half list, the grain pairs whose bounding
     spheres lie within `skin` of each other (minimum image), over the grid of bins the sphere list
     uses (core.cell.wrap_and_grid; fractional coordinates once the cell is sheared); returns the
-    count (more than len(pairs) means: grow and call again)."""
+    count (more than len(pairs) means: grow and call again). split > 0 lists only the pairs
+    (i, j) with i < split <= j: the bodies of two kinds stacked in one array (bodies.mixed)."""
     n = pos.shape[0]
     rmax = 0.0
     for g in range(n):
@@ -144,7 +145,7 @@ def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
     txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
     seen = np.full(nb, -1, dtype=np.int64)
     k = 0
-    for i in range(n):
+    for i in range(split if split > 0 else n):
         bi = bin_of[i]
         ix = bi // (m[1] * m[2])
         iy = (bi // m[2]) % m[1]
@@ -173,7 +174,7 @@ def build_grain_pairs(pos, radius, cell, periodic, skin, pairs):
                     seen[b] = i
                     for t in range(count[b], count[b + 1]):
                         j = order[t]
-                        if j <= i:
+                        if j <= i or j < split:
                             continue
                         ex, ey, ez = pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic)
                         r = radius[i] + radius[j] + skin
@@ -269,7 +270,8 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
             m_eff = mass[j]
         n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta,
                                 kt_ratio, mu_tab[material[i], material[j]], dt, step, pos, vel, omega, force,
-                                torque, shear, partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp, energy, acc)
+                                torque, vel, omega, force, torque, 0, shear, partner, last_step, walls, cell, cp_x,
+                                cp_f, cp_ij, n_cp, energy, acc)
     for g in range(n_grains):
         if motion[g] != MOTION_DYNAMIC:
             continue
@@ -291,8 +293,8 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
             n_touch += 1
             n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mass[g],
                                     zeta, kt_ratio, mu_tab[material[g], wall_mat[w]], dt, step, pos, vel, omega,
-                                    force, torque, shear, partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp,
-                                    energy, acc)
+                                    force, torque, vel, omega, force, torque, 0, shear, partner, last_step, walls,
+                                    cell, cp_x, cp_f, cp_ij, n_cp, energy, acc)
     gctl[GC_NCONTACTS] = n_touch
     return n_cp
 
@@ -489,11 +491,20 @@ def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h
         gctl[GC_STATUS] = STATUS_DIVERGED
         return False
     gctl[GC_NCP] = n_cp
+    complete_step(dt, alpha, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, walls, energy, acc,
+                  gctl)
+    return True
+
+
+@njit
+def complete_step(dt, alpha, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, walls, energy, acc,
+                  gctl):
+    """The end of a step once its forces are summed: the walls' second half of work, the second
+    half kick, the rotations, the step count."""
     walls_half_work(walls, acc, dt)
     half_kick(0.5 * dt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy)
     update_rotations(quat, rot, angmom, inertia, omega, motion)
-    gctl[GC_STEP] = step
-    return True
+    gctl[GC_STEP] += 1
 
 
 @njit

@@ -185,10 +185,58 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls
         sc_g[s, 1] = ny
         sc_g[s, 2] = nz
         sc_delta[s] = -val
-        if law == LAW_AREA:
-            sc_k[s] = k_normal * t_areas[a]
-        else:
-            sc_k[s] = k_normal
+        sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
+        n_sc += 1
+    return n_sc
+
+
+@njit(inline="always")
+def full_weight_stiffness(law, k_normal, area):
+    """A node's stiffness against a partner without nodes (a wall, a sphere): k_s times its area
+    (law "area") or k_n (law "node")."""
+    return k_normal * area if law == LAW_AREA else k_normal
+
+
+@njit
+def collect_nodes_in_sphere(o, code, ex, ey, ez, R, tmpl, t_node_off, t_nodes, t_areas, pos, rot, law, k_normal,
+                            hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
+    """Append the nodes of grain o inside a sphere of radius R centred at x_o + (ex, ey, ez) (the
+    image that touches o) to the scratch arrays; returns the new count. The sphere's level set is
+    analytic, phi(x) = |x - c| - R, its gradient the unit vector (x - c) / |x - c|; every node
+    counts with full weight (the sphere has no nodes), as against a wall. `code` is the sphere's
+    history partner (apply_scratch: the grain count plus its index)."""
+    to = tmpl[o]
+    # the centre in o's body frame: nodes farther from it than R cannot touch
+    cx = rot[o, 0, 0] * ex + rot[o, 1, 0] * ey + rot[o, 2, 0] * ez
+    cy = rot[o, 0, 1] * ex + rot[o, 1, 1] * ey + rot[o, 2, 1] * ez
+    cz = rot[o, 0, 2] * ex + rot[o, 1, 2] * ey + rot[o, 2, 2] * ez
+    for a in range(t_node_off[to], t_node_off[to + 1]):
+        bx = t_nodes[a, 0] - cx
+        by = t_nodes[a, 1] - cy
+        bz = t_nodes[a, 2] - cz
+        d2 = bx * bx + by * by + bz * bz
+        if d2 >= R * R or d2 == 0.0:
+            continue
+        d = math.sqrt(d2)
+        s = n_sc
+        sc_owner[s] = o
+        sc_other[s] = code
+        sc_hist[s] = hist_off[o] + (a - t_node_off[to])
+        # world node and gradient: the body-frame offset from the centre, rotated
+        gx = rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
+        gy = rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
+        gz = rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
+        sc_x[s, 0] = pos[o, 0] + ex + gx
+        sc_x[s, 1] = pos[o, 1] + ey + gy
+        sc_x[s, 2] = pos[o, 2] + ez + gz
+        sc_g[s, 0] = gx / d
+        sc_g[s, 1] = gy / d
+        sc_g[s, 2] = gz / d
+        sc_delta[s] = R - d
+        sc_e[s, 0] = ex
+        sc_e[s, 1] = ey
+        sc_e[s, 2] = ez
+        sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
         n_sc += 1
     return n_sc
 
@@ -262,12 +310,16 @@ def add_stress(acc, g0, g1, g2, l0, l1, l2):
 
 @njit
 def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
-                  mu, dt, step, pos, vel, omega, force, torque, shear, partner, last_step, walls, cell, cp_x,
-                  cp_f, cp_ij, n_cp, energy, acc):
-    """Forces of the penetrating nodes in the scratch arrays (one grain pair or one grain-wall pair).
+                  mu, dt, step, pos, vel, omega, force, torque, vel_p, omega_p, force_p, torque_p, p_base, shear,
+                  partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp, energy, acc):
+    """Forces of the penetrating nodes in the scratch arrays (one grain pair, one grain-wall pair or
+    one grain-sphere pair).
 
-    sc_other >= 0 is a grain, <= -2 encodes wall -2 - w (its normal replaces the level-set gradient,
-    its velocity is subtracted). Adds the stress, the wall forces and the energies (module docstring).
+    sc_other >= 0 is the partner body p - p_base of the arrays vel_p, omega_p, force_p, torque_p
+    (another grain: the grains' own arrays and p_base = 0; a sphere: the spheres' arrays, p_base the
+    grain count, so that a node's history partner p names grains and spheres apart); <= -2 encodes
+    wall -2 - w (its normal replaces the level-set gradient, its velocity is subtracted). Adds the
+    stress, the wall forces and the energies (module docstring).
     """
     if n_sc == 0:
         return n_cp
@@ -306,13 +358,14 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
         e0 = sc_e[s, 0]
         e1 = sc_e[s, 1]
         e2 = sc_e[s, 2]
+        b = p - p_base
         if p >= 0:
             q0 = r0 - e0
             q1 = r1 - e1
             q2 = r2 - e2
-            v0 -= vel[p, 0] + omega[p, 1] * q2 - omega[p, 2] * q1
-            v1 -= vel[p, 1] + omega[p, 2] * q0 - omega[p, 0] * q2
-            v2 -= vel[p, 2] + omega[p, 0] * q1 - omega[p, 1] * q0
+            v0 -= vel_p[b, 0] + omega_p[b, 1] * q2 - omega_p[b, 2] * q1
+            v1 -= vel_p[b, 1] + omega_p[b, 2] * q0 - omega_p[b, 0] * q2
+            v2 -= vel_p[b, 2] + omega_p[b, 0] * q1 - omega_p[b, 1] * q0
             # the cell's flow between the two centres (zero in a fixed cell)
             v0 -= r00 * e0 + r01 * e1 + r02 * e2
             v1 -= r11 * e1 + r12 * e2
@@ -359,12 +412,12 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
         torque[o, 1] += r2 * f0 - r0 * f2
         torque[o, 2] += r0 * f1 - r1 * f0
         if p >= 0:
-            force[p, 0] -= f0
-            force[p, 1] -= f1
-            force[p, 2] -= f2
-            torque[p, 0] -= q1 * f2 - q2 * f1
-            torque[p, 1] -= q2 * f0 - q0 * f2
-            torque[p, 2] -= q0 * f1 - q1 * f0
+            force_p[b, 0] -= f0
+            force_p[b, 1] -= f1
+            force_p[b, 2] -= f2
+            torque_p[b, 0] -= q1 * f2 - q2 * f1
+            torque_p[b, 1] -= q2 * f0 - q0 * f2
+            torque_p[b, 2] -= q0 * f1 - q1 * f0
             # f on o (x) the branch from p's image to o
             l0, l1, l2 = -e0, -e1, -e2
             g0, g1, g2 = f0, f1, f2

@@ -44,6 +44,7 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 from .deformable_setup import DeformableGrains
+from .mixed_setup import MixedBodies
 from ..core.checks import per_body_rows, positive_finite, vec3
 from .history import reload_contacts, tangential_energy_sum
 from .loop import run_steps
@@ -68,7 +69,7 @@ _vec3 = vec3
 _pos_finite = positive_finite
 
 
-class Simulation(DeformableGrains):
+class Simulation(DeformableGrains, MixedBodies):
     """A DEM simulation of spheres of one material.
 
     law: one of TANGENTIAL_LAWS. E (Pa), nu, mu, density (kg/m^3), xi (Jaeger approximation),
@@ -169,6 +170,7 @@ class Simulation(DeformableGrains):
         self._grain_batches = []
         self.grain_contact = None
         self.grains = None
+        self.mixed = None  # a run with spheres and level-set grains: engine.mixed_setup
         self._init_deformable()  # deformable grains: engine.deformable_setup
 
     # ---------------------------------------------------------------- building
@@ -322,7 +324,8 @@ class Simulation(DeformableGrains):
             self.grains.mu_tab[:] = self._grain_mu_table()
             if self.grains.hertz is not None:
                 self.grains.hertz.set_friction(self.grains.mu_tab)
-            return
+            if self.mixed is None:
+                return
         m = self.materials.shape[0]
         tab = np.zeros((m * m, S.N_PARAM))
         for a in range(m):
@@ -377,7 +380,8 @@ class Simulation(DeformableGrains):
         nodes are stored once however many grains use it) at `positions` (m, 3), with unit quaternions
         `orientations` (m, 4; default identity), velocities and angular velocities (world axes), the
         density of `material`; motion "dynamic", "fixed" or "kinematic" (moves as prescribed).
-        Returns the grains' indices in `grains` (the order they were added)."""
+        Returns the grains' indices in `grains` (the order they were added). With add_particles
+        as well the run holds both kinds (engine.mixed_setup)."""
         self._check_not_ready()
         batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
         for k, t in enumerate(self._grain_templates):
@@ -543,26 +547,35 @@ class Simulation(DeformableGrains):
         return worst
 
     def _run_grains(self, steps, callback, every, phase, stops, on_diverge):
+        def advance(chunk):
+            k, diverged = self.grains.run(chunk, self.dt, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,
+                                          self.walls, self.grain_contact, self.skin, self.diverge_overlap, self.acc)
+            self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
+            if diverged:
+                self._grains_diverged(on_diverge)
+            self._check_cell_heights()
+            return k
+        self._run_in_chunks(steps, callback, every, phase, stops, advance)
+
+    def _run_in_chunks(self, steps, callback, every, phase, stops, advance):
+        """The chunk loop of the runs with shaped grains: `advance(chunk)` makes the steps (and
+        returns how many), callback(self) whenever the step count minus `phase` is a multiple of
+        `every`, stop requests honoured between chunks."""
         import time
         t0 = time.perf_counter()
         done = 0
-        while done < steps:
-            chunk = min(steps - done, stops.chunk_limit())
-            if every is not None:
-                chunk = min(chunk, every - (self.step_count - phase) % every)
-            stops.start_chunk()
-            k, diverged = self.grains.run(chunk, self.dt, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,
-                                          self.walls, self.grain_contact, self.skin, self.diverge_overlap, self.acc)
-            done += k
-            self.ictl[ICTL_STEP] = self.grains.gctl[GC_STEP]
-            if diverged:
-                self.timing["run_s"] += time.perf_counter() - t0
-                self._grains_diverged(on_diverge)
-            self._check_cell_heights()
-            if callback is not None and every is not None and (self.step_count - phase) % every == 0:
-                callback(self)
-            stops.after_chunk(chunk, self.step_count)
-        self.timing["run_s"] += time.perf_counter() - t0
+        try:
+            while done < steps:
+                chunk = min(steps - done, stops.chunk_limit())
+                if every is not None:
+                    chunk = min(chunk, every - (self.step_count - phase) % every)
+                stops.start_chunk()
+                done += advance(chunk)
+                if callback is not None and every is not None and (self.step_count - phase) % every == 0:
+                    callback(self)
+                stops.after_chunk(chunk, self.step_count)
+        finally:
+            self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
 
     def _check_cell_heights(self):
@@ -604,6 +617,8 @@ class Simulation(DeformableGrains):
         v = _vec3("velocity", velocity)
         if self.ready:
             self.walls[int(wall), 6:9] = v
+            if self.mixed is not None:  # the grains' copy of the walls
+                self.mixed.grain_walls[int(wall), 6:9] = v
         else:
             self._walls[int(wall)][6:9] = v
 
@@ -826,8 +841,20 @@ class Simulation(DeformableGrains):
             return self._setup_deformable()
         if self._grain_batches:
             if self._positions:
-                raise ValueError("spheres and level-set grains in one run are not supported yet")
+                return self._setup_mixed()
             return self._setup_grains()
+        self._setup_spheres()
+        self.dt_crit = self.critical_time_step()
+        dt = self._time_step()
+        self.ctl[CTL_DT] = dt
+        self.ready = True
+        self.message(f"graindem: {self.n} spheres, law {self.law_name}, dt = {dt:.4g} s, "
+                     f"dt_crit = {self.dt_crit:.4g} s, dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    def _setup_spheres(self, rmax_cell=0.0):
+        """The spheres' arrays, cell, control records, history store and neighbour list (setup()
+        without the time step); rmax_cell: a larger bounding radius of other bodies in the run,
+        which the periodic box must hold too."""
         if not self._positions:
             raise ValueError("no particles: call add_particles first")
         if not self._box_set:
@@ -853,9 +880,9 @@ class Simulation(DeformableGrains):
         self.mass = self.materials[self.pmat[:n], 3] * 4.0 / 3.0 * math.pi * r ** 3
         self.inertia = 0.4 * self.mass * r * r
         rmax = float(r.max())
-        skin = self.skin if self.skin is not None else 0.2 * rmax
+        skin = self.skin if self.skin is not None else 0.2 * max(rmax, rmax_cell)
         self.skin = skin
-        self._new_cell(2.0 * rmax + skin)
+        self._new_cell(2.0 * max(rmax, rmax_cell) + skin)
         self._check_shear_heights()
         self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
         nw = self.walls.shape[0]
@@ -895,12 +922,6 @@ class Simulation(DeformableGrains):
         self.ictl[ICTL_NMAT] = self.materials.shape[0]
         self._rebuild()
         self._check_initial_overlaps()
-        self.dt_crit = self.critical_time_step()
-        dt = self._time_step()
-        self.ctl[CTL_DT] = dt
-        self.ready = True
-        self.message(f"graindem: {n} spheres, law {self.law_name}, dt = {dt:.4g} s, "
-                     f"dt_crit = {self.dt_crit:.4g} s, dt/dt_crit = {dt / self.dt_crit:.3f}")
 
     def message(self, text):
         self.last_message = text
@@ -986,9 +1007,15 @@ class Simulation(DeformableGrains):
         largest current overlap and the reference overlap, for the most critical particle size.
         With adaptive_dt on, at the largest current overlap alone (the reference overlap only when
         no pair overlaps): the step then follows the actual stiffness both ways. Level-set grains:
-        the bound of their node contacts (see _grain_critical_time_step)."""
+        the bound of their node contacts (see _grain_critical_time_step); both: the smallest of the
+        spheres', the grains' and the grain-sphere contacts' (_mixed_critical_time_step)."""
+        if self.mixed is not None:
+            return self._mixed_critical_time_step()
         if self.grains is not None:
             return self._grain_critical_time_step()
+        return self._sphere_critical_time_step()
+
+    def _sphere_critical_time_step(self):
         i, j, d, dist, delta = self._pair_geometry()
         dmax = float(delta.max()) if delta.size else 0.0
         ref = self.reference_overlap if self.reference_overlap is not None else 0.01 * float(self.radius.min())
@@ -1040,6 +1067,8 @@ class Simulation(DeformableGrains):
         if comm is not None and (self.grains is not None or self.deformable is not None):
             raise ValueError("level-set and deformable grains do not run decomposed over MPI ranks yet: run them on "
                              "one rank (see docs/parallel-mpi.md)")
+        if self.mixed is not None:
+            return self._run_mixed(steps, callback, every, phase, stops, on_diverge)
         if self.grains is not None:
             return self._run_grains(steps, callback, every, phase, stops, on_diverge)
         if self.deformable is not None:
@@ -1120,8 +1149,10 @@ class Simulation(DeformableGrains):
 
     @property
     def kinds(self):
-        """{body kind: count} of the bodies in the run ("sphere", "levelset")."""
+        """{body kind: count} of the bodies in the run ("sphere", "levelset"; both in a mixed run)."""
         self.setup()
+        if self.mixed is not None:
+            return {"sphere": self.n, "levelset": self.grains.n}
         return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
 
     @property
@@ -1139,6 +1170,8 @@ class Simulation(DeformableGrains):
     def wall_forces(self):
         """(n_walls, 3): force exerted by the particles on each wall at the last step."""
         nw = self.walls.shape[0]
+        if self.mixed is not None:
+            return self._mixed_wall_forces()
         return self.acc[ACC_WALL:ACC_WALL + 3 * nw].reshape(nw, 3).copy()
 
     def contact_arrays(self):
@@ -1180,9 +1213,14 @@ class Simulation(DeformableGrains):
         node force times the branch vector between the two centres; walls: times the vector from
         the grain's centre to the node), contact.levelset_contact."""
         V = self.volume if volume is None else float(volume)
+        if self.mixed is not None:
+            return self._mixed_stress(V)
         if self.grains is not None:
             self.setup()
             return self.acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3) / V
+        return self._sphere_stress(V)
+
+    def _sphere_stress(self, V):
         c = self.contact_arrays()
         f = c["N"][:, None] * c["normal"] - c["T"]
         s = f.T @ c["branch"]
@@ -1274,7 +1312,15 @@ class Simulation(DeformableGrains):
         """Measurements of the current state (never changes the state)."""
         if self.grains is not None or self._grain_batches:
             self.setup()
+            if self.mixed is not None:
+                return self._mixed_measure()
             return self._grain_measure()
+        return self._sphere_measure()
+
+    def _sphere_measure(self, extra_force=None, extra_contacts=None):
+        """measure() of the spheres; extra_force (n, 3): forces on them from other bodies (summed
+        into their net forces), extra_contacts (m, 3): those contacts' forces (counted in the mean
+        contact force)."""
         c = self.contact_arrays()
         sig = self.stress()
         n_c = int(c["N"].size)
@@ -1312,6 +1358,12 @@ class Simulation(DeformableGrains):
             if wc["N"].size:
                 fmean = (fmean * n_c + float(np.sum(np.linalg.norm(fw, axis=1)))) / (n_c + wc["N"].size)
         fnet += self.mass[:, None] * self.gravity
+        if extra_force is not None:
+            fnet += extra_force
+            n_x = len(extra_contacts)
+            if n_x:
+                n_all = n_c + (wc["N"].size if self.walls.shape[0] else 0)
+                fmean = (fmean * n_all + float(np.sum(np.linalg.norm(extra_contacts, axis=1)))) / (n_all + n_x)
         unbalanced = float(np.mean(np.linalg.norm(fnet, axis=1))) / fmean if fmean > 0.0 else float("inf")
         return {
             "step": self.step_count, "time": self.time, "unbalanced_force_ratio": unbalanced,
@@ -1363,10 +1415,15 @@ class Simulation(DeformableGrains):
     def state_dict(self):
         """Every array that influences the next step, plus the settings (copies)."""
         self.setup()
+        if self.mixed is not None:
+            return self._mixed_state_dict()
         if self.grains is not None:
             return self._grain_state_dict()
         if self.deformable is not None:
             return self._deformable_state_dict()
+        return self._sphere_state_dict()
+
+    def _sphere_state_dict(self):
         d = {name: np.array(getattr(self, name)) for name in self.ARRAYS}
         for name, a in self.store.state_arrays().items():
             d["store_" + name] = np.array(a)
@@ -1459,6 +1516,13 @@ class Simulation(DeformableGrains):
             raise ValueError(f"checkpoint schema_version {meta.get('schema_version')!r} is not {SCHEMA_VERSION}")
         if meta.get("bodies") == "levelset":
             return cls._grains_from_state(arrays, meta, verbose)
+        sim = cls._spheres_from_state(arrays, meta, verbose)
+        if meta.get("bodies") == "mixed":
+            sim._attach_mixed_state(arrays, meta)
+        return sim
+
+    @classmethod
+    def _spheres_from_state(cls, arrays, meta, verbose):
         sim = cls(law=meta["law"], E=meta["E"], nu=meta["nu"], mu=meta["mu"], density=meta["density"],
                   xi=meta["xi"], kt_linear=meta["kt_linear"], restitution=meta["restitution"],
                   local_damping=meta["local_damping"], diverge_overlap=meta["diverge_overlap"], verbose=verbose)

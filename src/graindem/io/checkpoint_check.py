@@ -29,7 +29,8 @@ from ..contact import store as ST
 from ..core import cell as C
 from ..core import layout as K
 
-__all__ = ["validate_state", "validate_engine_state", "validate_grain_state", "store_link_errors", "MAX_STORE_POINTS"]
+__all__ = ["validate_state", "validate_engine_state", "validate_grain_state", "validate_mixed_state",
+           "store_link_errors", "MAX_STORE_POINTS"]
 
 # the history store numbers points with int32 links holding (index << 1) | slip
 MAX_STORE_POINTS = 1 << 30
@@ -325,13 +326,45 @@ _GRAIN_INTS = ("grain_t_phi_off", "grain_t_shape", "grain_t_node_off", "grain_ma
 
 
 def validate_state(arrays, meta, source="checkpoint"):
-    """validate_grain_state or validate_engine_state, by the state's body kind (meta["bodies"])."""
+    """validate_grain_state, validate_mixed_state or validate_engine_state, by the state's body kind
+    (meta["bodies"])."""
     if isinstance(meta, dict) and meta.get("bodies") == "levelset":
         return validate_grain_state(arrays, meta, source)
+    if isinstance(meta, dict) and meta.get("bodies") == "mixed":
+        return validate_mixed_state(arrays, meta, source)
     return validate_engine_state(arrays, meta, source)
 
 
-def validate_grain_state(arrays, meta, source="checkpoint"):
+def validate_mixed_state(arrays, meta, source="checkpoint"):
+    """A state of spheres and level-set grains (bodies.mixed): the spheres' arrays as a sphere
+    state's, the grains' as a grain state's (their nodes' partners may be spheres: the grain count
+    plus the sphere's index), and the grain-sphere list, build positions and accumulators."""
+    from ..bodies.mixed import MC_NPAIRS, N_MC
+    validate_engine_state(arrays, meta, source)
+    n_s = int(np.asarray(arrays["pos"]).shape[0])
+    validate_grain_state(arrays, meta, source, n_spheres=n_s)
+    g = int(np.asarray(arrays["grain_pos"]).shape[0])
+    n_walls = int(np.asarray(arrays["walls"]).size // 12)
+    missing = [n for n in ("mixed_pairs", "mixed_g_build", "mixed_s_build", "mixed_mctl", "mixed_grain_walls",
+                           "mixed_grain_acc") if n not in arrays]
+    if missing:
+        _fail(source, "arrays", "present", f"missing {missing}")
+    pairs = _array(arrays, "mixed_pairs", source, "iu", (None, 2))
+    mctl = _array(arrays, "mixed_mctl", source, "iu", (N_MC,))
+    n_listed = int(mctl[MC_NPAIRS])
+    if not (0 <= n_listed <= pairs.shape[0]):
+        _fail(source, "mixed_mctl's pair count", f"in [0, {pairs.shape[0]}]", n_listed)
+    _in_range(source, "mixed_pairs[:, 0]", pairs[:n_listed, 0], 0, max(g, 1))
+    _in_range(source, "mixed_pairs[:, 1]", pairs[:n_listed, 1], g, g + max(n_s, 1))
+    for name, rows in (("mixed_g_build", g), ("mixed_s_build", n_s)):
+        b = _array(arrays, name, source, "f", (rows, 3))
+        if b.size and np.any(np.isnan(b)):
+            _fail(source, f"array {name!r}", "free of NaN")
+    _finite(source, "mixed_grain_walls", _array(arrays, "mixed_grain_walls", source, "f", (n_walls, 12)))
+    _finite(source, "mixed_grain_acc", _array(arrays, "mixed_grain_acc", source, "f", (K.N_ACC0 + 3 * n_walls,)))
+
+
+def validate_grain_state(arrays, meta, source="checkpoint", n_spheres=0):
     """Raise ValueError unless (arrays, meta) is a level-set grain state the engine can run safely:
     every array present with its kind, real numbers finite (pos_build may be +inf: a rebuild is due),
     templates' grids and node ranges inside their arrays, and every index (template, material,
@@ -385,8 +418,8 @@ def validate_grain_state(arrays, meta, source="checkpoint"):
     _array(arrays, "grain_partner", source, "iu", (n_h,))
     _array(arrays, "grain_last_step", source, "iu", (n_h,))
     n_walls = int(np.asarray(arrays["walls"]).size // 12)
-    # a node's partner: a grain, -1 (none) or -2 - w for wall w
-    _in_range(source, "grain_partner", arrays["grain_partner"], -1 - n_walls, g)
+    # a node's partner: a grain, a sphere of a mixed run (g + its index), -1 (none) or -2 - w for wall w
+    _in_range(source, "grain_partner", arrays["grain_partner"], -1 - n_walls, g + n_spheres)
     pairs = _array(arrays, "grain_pairs", source, "iu", (None, 2))
     _in_range(source, "grain_pairs", pairs, 0, max(g, 1))
     n_mat = int(np.asarray(arrays["materials"]).shape[0])

@@ -1,0 +1,75 @@
+"""The step of a run with spheres and rigid level-set grains (bodies.mixed), many steps in one
+njit call: the grains' first half step, one step of the sphere loop (loop.run_steps), the
+grain-sphere list, the forces at the new positions, the grains' second half kick. A phase that
+needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]), which grows them and
+resumes the step at that phase (engine.mixed_setup)."""
+
+from .._jit import njit
+from ..bodies.levelset import GC_STEP, complete_step, neighbour_cutoff, rebuild, start_step
+from ..bodies.mixed import (MC_GRAIN_DIVERGED, MC_PHASE, MC_SG_DIVERGED, MC_STALE, MC_STATUS,
+                            mixed_forces, rebuild_sphere_grain_pairs, sphere_grain_stale)
+from ..core.layout import CTL_LOCAL_DAMP, OUT_STATUS
+from ..core.layout import STATUS_DONE as SPHERES_DONE
+from ..core.layout import STATUS_PAIRS_FULL as SPHERE_PAIRS_FULL
+from .loop import run_steps
+
+STATUS_DONE = 0
+STATUS_GRAIN_PAIRS_FULL = 1   # grow the grains' pair list, resume at PHASE_GRAIN_LIST
+STATUS_SPHERES = 2            # run_steps stopped (store low, pairs full, diverged): see its out record
+STATUS_SG_PAIRS_FULL = 3      # grow the grain-sphere pair list, resume at PHASE_SG_LIST
+STATUS_GRAIN_DIVERGED = MC_GRAIN_DIVERGED   # the grains' record (gctl) names where
+STATUS_SG_DIVERGED = MC_SG_DIVERGED         # MC_BAD_GRAIN, MC_BAD_SPHERE name the contact
+
+PHASE_START, PHASE_GRAIN_LIST, PHASE_SPHERES, PHASE_SG_LIST, PHASE_FORCES = 0, 1, 2, 3, 4
+
+
+@njit
+def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_build, gravity, cell, periodic, ctl,
+              ictl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build, mctl):
+    """Advance up to n_steps steps of both kinds, the first from `phase` (module docstring);
+    returns the steps completed, mctl[MC_STATUS] says why it returned and mctl[MC_PHASE] where to
+    resume. tpl, gb, gc, gh, gs: the grains' template, body, contact, history and scratch arrays
+    (LevelSetBodies); sph: the arguments of engine.loop.run_steps after the step count."""
+    tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius = tpl
+    pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
+    energy = gs[11]
+    s_pos, s_vel, s_omega, s_quat, s_force, s_torque, s_radius, s_mass = sph[:8]
+    out = sph[40]
+    alpha = ctl[CTL_LOCAL_DAMP]
+    cutoff = neighbour_cutoff(radius, skin)
+    mctl[MC_STATUS] = STATUS_DONE
+    for it in range(n_steps):
+        if phase <= PHASE_START:
+            ok, stale = start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
+                                   force, torque, gravity, cell, ctl, ictl, g_walls, g_build, energy, g_acc, gctl)
+            if not ok:
+                mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
+                return it
+            mctl[MC_STALE] = 1 if stale else 0
+        if phase <= PHASE_GRAIN_LIST and mctl[MC_STALE] != 0:
+            if not rebuild(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl):
+                mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
+                mctl[MC_PHASE] = PHASE_GRAIN_LIST
+                return it
+            mctl[MC_STALE] = 0
+        if phase <= PHASE_SPHERES:
+            run_steps(1, *sph)
+            if out[OUT_STATUS] != SPHERES_DONE:
+                mctl[MC_STATUS] = STATUS_SPHERES
+                # pairs full: the sphere step is done but for its rebuild, which the caller makes
+                mctl[MC_PHASE] = PHASE_SG_LIST if out[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
+                return it
+        if phase <= PHASE_SG_LIST and sphere_grain_stale(pos, sg_g_build, s_pos, sg_s_build, cell, skin):
+            if not rebuild_sphere_grain_pairs(pos, radius, s_pos, s_radius, cell, periodic, skin, sg_pairs,
+                                              sg_g_build, sg_s_build, mctl):
+                mctl[MC_STATUS] = STATUS_SG_PAIRS_FULL
+                mctl[MC_PHASE] = PHASE_SG_LIST
+                return it
+        if not mixed_forces(gctl[GC_STEP] + 1, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, periodic,
+                            g_walls, wall_mat, g_acc, gctl, s_pos, s_vel, s_omega, s_radius, s_mass, s_material,
+                            s_force, s_torque, sg_pairs, mctl):
+            return it
+        complete_step(dt, alpha, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, g_walls, energy,
+                      g_acc, gctl)
+        phase = PHASE_START
+    return n_steps

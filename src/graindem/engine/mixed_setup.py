@@ -1,0 +1,250 @@
+"""Spheres and rigid level-set grains in one `Simulation`: set-up, run, readings, state.
+
+`Simulation` inherits these methods (`MixedBodies`); the kernels and the joining state are in
+`bodies.mixed`. A run is mixed when it has both `add_particles` and `add_grains`: the spheres keep
+the arrays, passes and checkpoint layout of a sphere run, the grains theirs (`grains`, the `grain_*`
+arrays), and `mixed` (bodies.mixed.SphereGrainCoupling) holds the grain-sphere pair list, the
+grains' copies of the walls and of the accumulators. Both kinds share the time step (the smallest
+of the spheres', the grains' and the grain-sphere contacts' critical steps), gravity, local
+damping, the walls and the (fixed) box, periodic or not.
+"""
+
+import math
+
+import numpy as np
+
+from ..bodies.levelset import GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, LevelSetBodies
+from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NREBUILDS, MC_PHASE, MC_STATUS,
+                            SphereGrainCoupling, mixed_forces, sphere_grain_time_step)
+from ..contact import rolling as RL
+from ..contact.levelset_contact import E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC
+from .mixed_loop import (PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
+                         STATUS_SG_DIVERGED, STATUS_SG_PAIRS_FULL, run_mixed)
+from ..core.layout import (ACC_STRESS, ACC_WALL, CTL_DT, ICTL_NPAIRS, N_ACC0, OUT_STATUS, STATUS_DIVERGED,
+                           STATUS_PAIRS_FULL)
+
+HERTZ_CURVATURE = "hertz_curvature"
+
+
+class MixedBodies:
+    """The mixed run's methods of `Simulation` (module docstring)."""
+
+    def _refuse_in_mixed_run(self):
+        """Clear errors for what a run of spheres and level-set grains does not offer."""
+        what = "in a run with spheres and level-set grains"
+        c = self.grain_contact
+        if c is None:
+            raise ValueError("level-set grains need their contact: call set_grain_contact first")
+        if c["law"] == HERTZ_CURVATURE:
+            raise ValueError(f"set_grain_contact(law='hertz_curvature') is not supported {what} (it has no "
+                             "grain-sphere contact); use law 'area' or 'node'")
+        if np.any(self.mode != 0) or np.any(self.rate != 0.0):
+            raise ValueError(f"control_axis (a deforming periodic cell) is not supported {what}: the box stays "
+                             "fixed (periodic or walled)")
+        if np.any(self.shear != 0.0):
+            raise ValueError(f"control_shear (a sheared periodic cell) is not supported {what}: the box stays fixed")
+        if self.sort_particles:
+            raise ValueError(f"sort_particles=True is not supported {what} (the grain-sphere contacts hold the "
+                             "spheres' indices)")
+        if self.adaptive_dt:
+            raise ValueError(f"adaptive_dt is not supported {what}; give dt or dt_fraction")
+
+    def _setup_mixed(self):
+        """setup() of a run with spheres and level-set grains."""
+        self._refuse_in_mixed_run()
+        if not self._box_set:
+            raise ValueError("no domain: call set_box first")
+        grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
+                                self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
+        # the grains' nodes resolve a sphere only if it spans a node spacing (sqrt of the mean node area)
+        spacing = max(math.sqrt(float(grains.t_areas[a:b].mean()))
+                      for a, b in zip(grains.t_node_off[:-1], grains.t_node_off[1:]))
+        r_min = float(min(r.min() for r in self._radii))
+        if r_min < spacing:
+            raise ValueError(f"sphere radius {r_min:.4g} m is below the spacing {spacing:.4g} m of the grains' surface "
+                             "nodes (sqrt of the mean node area): the nodes cannot resolve so small a sphere; give "
+                             "the grain templates more nodes (n_nodes) or use larger spheres")
+        self._setup_spheres(rmax_cell=float(grains.radius.max()))
+        self.grains = grains
+        self.mixed = SphereGrainCoupling(grains.n, self.n, self.walls, N_ACC0 + 3 * self.walls.shape[0])
+        grains.ensure_pairs(self.cell, self.periodic, self.skin)
+        self.mixed.ensure_pairs(grains, self.pos, self.radius, self.cell, self.periodic, self.skin)
+        self.dt_crit = self._mixed_critical_time_step()
+        dt = self._time_step()
+        self.ctl[CTL_DT] = dt
+        # the forces of the first step: the histories count them as the step before it
+        if not self._mixed_forces(int(grains.gctl[GC_STEP])):
+            raise ValueError(self._mixed_divergence_text("at start"))
+        self.ready = True
+        self.message(f"graindem: {self.n} spheres and {grains.n} level-set grains of "
+                     f"{len(set(grains.tmpl.tolist()))} template(s), laws {self.law_name} (spheres) and "
+                     f"{self.grain_contact['law']} (grains, grain-sphere), dt = {dt:.4g} s, "
+                     f"dt_crit = {self.dt_crit:.4g} s, dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    def _mixed_critical_time_step(self):
+        """The smallest of the spheres' (Hertz), the grains' node contacts' and the grain-sphere
+        contacts' (bodies.mixed.sphere_grain_time_step) critical steps."""
+        return min(self._sphere_critical_time_step(), self._grain_critical_time_step(),
+                   sphere_grain_time_step(self.grains, self.grain_contact, self.radius, self.mass, self.inertia))
+
+    def _grain_args(self):
+        g = self.grains
+        return (g._template_args(), g._body_args(), g._contact_args(self.grain_contact),
+                (g.hist_off, g.shear, g.partner, g.last_step), g._scratch_args())
+
+    def _mixed_forces(self, step):
+        g, m = self.grains, self.mixed
+        tpl, gb, gc, gh, gs = self._grain_args()
+        return mixed_forces(step, self.dt, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs, self.gravity, self.cell,
+                            self.periodic, m.grain_walls, g.wall_mat, m.grain_acc, g.gctl, self.pos, self.vel,
+                            self.omega, self.radius, self.mass, self.pmat[:self.n], self.force, self.torque, m.pairs,
+                            m.mctl)
+
+    def _sphere_args(self):
+        st = self.store
+        return (self.pos, self.vel, self.omega, self.quat, self.force, self.torque, self.radius, self.mass,
+                self.inertia, self.pmat, self.pid, self.mtab, self.cell, self.ctl, self.ictl, self.walls, self.wcand,
+                self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm, self.qi, self.qj,
+                self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq, self.wk, self.wm, self.pos_build,
+                st.pts, st.nxt, st.meta, self.acc, self.out, self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM),
+                self.prs, self.wrs, self.rrel)
+
+    def _mixed_advance(self, n, on_diverge):
+        """Advance n steps of both kinds, growing arrays and resuming interrupted steps."""
+        g, m = self.grains, self.mixed
+        nw = self.walls.shape[0]
+        done = 0
+        phase = PHASE_START
+        while done < n:
+            self.store.ensure_free(int(self.ictl[ICTL_NPAIRS]) + self.n * nw + 1024)
+            tpl, gb, gc, gh, gs = self._grain_args()
+            done += run_mixed(n - done, phase, self.dt, self.skin, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs,
+                              g.pos_build, self.gravity, self.cell, self.periodic, self.ctl, self.ictl, m.grain_walls,
+                              g.wall_mat, m.grain_acc, g.gctl, self._sphere_args(), self.pmat[:self.n], m.pairs,
+                              m.g_build, m.s_build, m.mctl)
+            status = int(m.mctl[MC_STATUS])
+            phase = int(m.mctl[MC_PHASE]) if status != STATUS_DONE else PHASE_START
+            if status == STATUS_GRAIN_PAIRS_FULL:
+                g._grow_pairs()
+            elif status == STATUS_SG_PAIRS_FULL:
+                m.grow()
+            elif status == STATUS_GRAIN_DIVERGED:
+                self._grains_diverged(on_diverge)
+            elif status == STATUS_SG_DIVERGED:
+                self._sphere_grain_diverged(on_diverge)
+            elif status != STATUS_DONE:  # the spheres' step stopped: run_steps's out record says why
+                sphere_status = int(self.out[OUT_STATUS])
+                if sphere_status == STATUS_DIVERGED:
+                    self._diverged(on_diverge)
+                elif sphere_status == STATUS_PAIRS_FULL:
+                    self._grow_pairs()
+                    self._rebuild()
+                # store low: the next call starts with a larger store
+        return n
+
+    def _run_mixed(self, steps, callback, every, phase, stops, on_diverge):
+        self._run_in_chunks(steps, callback, every, phase, stops, lambda chunk: self._mixed_advance(chunk, on_diverge))
+
+    def _mixed_divergence_text(self, when):
+        m = self.mixed.mctl
+        if int(m[MC_STATUS]) == STATUS_SG_DIVERGED:
+            return (f"{when}: a node of grain {int(m[MC_BAD_GRAIN])} lies inside sphere {int(m[MC_BAD_SPHERE])} "
+                    f"deeper than diverge_overlap = {self.diverge_overlap} of the smaller radius")
+        return (f"{when}: a node of grain {int(self.grains.gctl[GC_BAD_I])} penetrates "
+                f"{self._grain_partner(int(self.grains.gctl[GC_BAD_J]))} deeper than diverge_overlap = "
+                f"{self.diverge_overlap} of the smaller bounding radius")
+
+    def _sphere_grain_diverged(self, on_diverge):
+        from .simulation import Diverged
+        self.out[OUT_STATUS] = STATUS_DIVERGED
+        m = self.mixed.mctl
+        msg = "run diverged " + self._mixed_divergence_text(f"at step {self.step_count}") + \
+              " (time step too large or energy blow-up)"
+        ckpt = on_diverge(self) if on_diverge is not None else None
+        if ckpt is not None:
+            msg += f"; checkpoint written to {ckpt}"
+        raise Diverged(msg, [int(m[MC_BAD_GRAIN]), int(m[MC_BAD_SPHERE])],
+                       [(int(m[MC_BAD_GRAIN]), int(m[MC_BAD_SPHERE]))], ckpt)
+
+    # ---------------------------------------------------------------- readings
+    def _mixed_wall_forces(self):
+        nw = self.walls.shape[0]
+        a = self.acc[ACC_WALL:ACC_WALL + 3 * nw] + self.mixed.grain_acc[ACC_WALL:ACC_WALL + 3 * nw]
+        return a.reshape(nw, 3)
+
+    def _sphere_grain_contacts(self):
+        """The grain-sphere contacts of the last force evaluation summed per pair: grain, sphere,
+        force on the grain (m, 3), contact nodes."""
+        net = self.grains.contact_network()
+        G = self.grains.n
+        sg = net["j"] >= G
+        return {"grain": net["i"][sg], "sphere": net["j"][sg] - G, "force": net["force"][sg],
+                "n_nodes": net["n_nodes"][sg]}
+
+    def _mixed_measure(self):
+        """measure() of a mixed run: the spheres' readings with the grains' and the grain-sphere
+        contacts' added (stress, contacts, energies); unbalanced_force_ratio is the larger of the
+        two kinds' (each counts the grain-sphere forces on its bodies)."""
+        g = self.grains
+        sgc = self._sphere_grain_contacts()
+        s = self._sphere_measure(extra_force=self.force, extra_contacts=sgc["force"])
+        e = g.energy
+        net = g.contact_network()
+        grain_pairs = (net["j"] >= 0) & (net["j"] < g.n)
+        n_gw = int((net["j"] < 0).sum())
+        n_sg = len(sgc["grain"])
+        dyn = g.motion == MOTION_DYNAMIC
+        fmean = float(np.mean(np.linalg.norm(net["force"], axis=1))) if len(net["i"]) else 0.0
+        g_unbalanced = (float(np.mean(np.linalg.norm(g.force[dyn], axis=1))) / fmean
+                        if fmean > 0.0 and np.any(dyn) else 0.0 if not np.any(dyn) else float("inf"))
+        solid = float(np.sum(4.0 / 3.0 * math.pi * self.radius ** 3)) + float(np.sum(
+            g.mass[dyn] / self.materials[g.material[dyn], 3]))
+        n_c = s["n_contacts"] + int(grain_pairs.sum()) + n_sg
+        n_cp = int(g.gctl[GC_NCP])
+        s.update({
+            "unbalanced_force_ratio": max(s["unbalanced_force_ratio"], g_unbalanced),
+            "void_ratio": self.volume / solid - 1.0, "n_contacts": n_c,
+            "n_sphere_grain_contacts": n_sg, "n_grain_contacts": int(grain_pairs.sum()),
+            "coordination": 2.0 * n_c / max(self.n + int(dyn.sum()), 1),
+            "n_wall_contacts": s["n_wall_contacts"] + n_gw, "n_contact_nodes": n_cp,
+            "kinetic_energy": s["kinetic_energy"] + g.kinetic_energy(),
+            "elastic_normal_energy": s["elastic_normal_energy"] + float(e[E_NORMAL]),
+            "tangential_energy": s["tangential_energy"] + float(e[E_TANGENT]),
+            "frictional_dissipation": s["frictional_dissipation"] + float(e[E_TWORK] - e[E_TANGENT]),
+            "tangential_work": s["tangential_work"] + float(e[E_TWORK]),
+            "viscous_dissipation": s["viscous_dissipation"] + float(e[E_VISC]),
+            "local_damping_dissipation": s["local_damping_dissipation"] + float(e[E_LOCAL]),
+            "grain_sliding_fraction": float(e[E_SLIDING]) / n_cp if n_cp else 0.0,
+            "n_rebuilds": s["n_rebuilds"] + int(g.gctl[GC_NREBUILDS]) + int(self.mixed.mctl[MC_NREBUILDS]),
+        })
+        return s
+
+    def _mixed_stress(self, V):
+        """The spheres' Love-Weber sum plus the grains' (grain pairs, walls, grain-sphere contacts)."""
+        return self._sphere_stress(V) + self.mixed.grain_acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3) / V
+
+    def write_mixed_vtk(self, prefix):
+        """`prefix`_spheres.vtu (centres with radius and velocity), `prefix`_surfaces.vtu (the posed
+        grain surfaces) and `prefix`_contacts.vtu (the grains' contact nodes, grain-sphere included,
+        with their forces); returns the three names."""
+        from ..io import vtk
+        spheres = vtk.write_particles(f"{prefix}_spheres.vtu", self.pos,
+                                      point_data={"radius": self.radius, "velocity": self.vel})
+        return (str(spheres),) + tuple(self.grains.write_vtk(prefix))
+
+    # ---------------------------------------------------------------- state
+    def _mixed_state_dict(self):
+        d, meta = self._sphere_state_dict()
+        d.update(self.grains.state_arrays())
+        d.update(self.mixed.state_arrays())
+        meta["bodies"] = "mixed"
+        meta["grain_contact"] = dict(self.grain_contact)
+        return d, meta
+
+    def _attach_mixed_state(self, arrays, meta):
+        """The grains and the grain-sphere state of a mixed checkpoint, on a Simulation rebuilt
+        from its sphere arrays."""
+        self.grains = LevelSetBodies.from_state(arrays)
+        self.grain_contact = dict(meta["grain_contact"])
+        self.mixed = SphereGrainCoupling.from_state(arrays)
+        return self
