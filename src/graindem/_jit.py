@@ -134,6 +134,27 @@ def _configure_cache():
 _configure_cache()
 
 
+def kernels_cached(folder=None):
+    """False if the numba cache `folder` (default: the one in use) holds no compiled kernel yet, so
+    the next run compiles them; True otherwise, and when numba's own default location is in use
+    (graindem cannot tell then)."""
+    folder = folder if folder is not None else numba.config.CACHE_DIR
+    if not folder:
+        return True
+    try:
+        return next(Path(folder).rglob("*.nbi"), None) is not None
+    except OSError:
+        return True
+
+
+def compilation_notice(folder=None):
+    """The line to show before kernels are compiled for the first time, or None when they are cached."""
+    if kernels_cached(folder):
+        return None
+    return ("graindem: first run of this version: compiling the numba kernels (one to two minutes on 2 cores; "
+            "later runs load them from the cache)")
+
+
 def _own_copies_of_callees(optimize_final_module):
     """Wrap numba's CPUCodeLibrary._optimize_final_module: once a graindem library's module is
     optimised, the callees linked into it (linkonce_odr: one name shared across the JIT's modules)

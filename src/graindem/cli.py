@@ -33,6 +33,9 @@ EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_INTERRUPTED = 130
 
+# Commands that run compiled kernels: a line says so before the first compilation of a version.
+COMPILES = ("run", "pile", "sweep")
+
 # What --out is for each command: checked writable before any work starts.
 OUT_IS = {"run": "folder", "demo": "folder", "pile": "folder", "modes": "file"}
 
@@ -109,6 +112,11 @@ def main(argv=None):
         previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         _check_out(args.command, args)
+        if args.command in COMPILES and not getattr(args, "quiet", False) and not getattr(args, "dry_run", False):
+            from ._jit import compilation_notice
+            notice = compilation_notice()
+            if notice:
+                print(notice, flush=True)
         return int(modules[args.command].run(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:
         if args.debug:
