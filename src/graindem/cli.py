@@ -112,7 +112,8 @@ def main(argv=None):
         previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         _check_out(args.command, args)
-        if args.command in COMPILES and not getattr(args, "quiet", False) and not getattr(args, "dry_run", False):
+        quiet = getattr(args, "quiet", False) or getattr(args, "dry_run", False)
+        if args.command in COMPILES and not quiet:
             from ._jit import compilation_notice
             notice = compilation_notice()
             if notice:
