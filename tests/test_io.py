@@ -667,13 +667,39 @@ def test_progress_of_unknown_length_and_the_preparation_line(monkeypatch):
     assert "p_over_target=0.5" in line and "unbalanced=0.02" in line
 
 
-def test_first_compilation_is_announced_only_when_the_cache_is_empty(tmp_path):
-    from graindem._jit import compilation_notice
+def test_a_compilation_is_announced_once_and_a_cached_kernel_says_nothing(tmp_path, monkeypatch):
+    import importlib.util
 
-    assert "compiling the numba kernels" in compilation_notice(tmp_path)
-    (tmp_path / "graindem" / "engine").mkdir(parents=True)
-    (tmp_path / "graindem" / "engine" / "loop.run_steps-12.py311.nbi").write_bytes(b"")
-    assert compilation_notice(tmp_path) is None
+    import numba
+    from numba.core import event
+
+    from graindem._jit import COMPILATION_NOTICE, announce_first_compilation
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "kernel.py"
+    source.write_text("import numba\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+
+    def fresh_import(name):
+        spec = importlib.util.spec_from_file_location(name, source)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    said = []
+    listener = announce_first_compilation(said.append)
+    try:
+        assert fresh_import("kernel_a").twice(3) == 6          # compiled and written to the cache
+        numba.njit(lambda x: x + 1)(1)                           # a second compilation: nothing more
+        assert said == [COMPILATION_NOTICE]
+    finally:
+        event.unregister("numba:compile", listener)
+    said.clear()
+    listener = announce_first_compilation(said.append)
+    try:
+        assert fresh_import("kernel_b").twice(4) == 8          # loaded from the cache: nothing said
+    finally:
+        event.unregister("numba:compile", listener)
+    assert said == []
 
 
 def test_template_building_shows_its_stages_when_asked(capsys):

@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 
 import numba
+import numba.core.event
 from llvmlite import binding as ll
 from numba.core import codegen as _codegen
 
@@ -134,25 +135,31 @@ def _configure_cache():
 _configure_cache()
 
 
-def kernels_cached(folder=None):
-    """False if the numba cache `folder` (default: the one in use) holds no compiled kernel yet, so
-    the next run compiles them; True otherwise, and when numba's own default location is in use
-    (graindem cannot tell then)."""
-    folder = folder if folder is not None else numba.config.CACHE_DIR
-    if not folder:
-        return True
-    try:
-        return next(Path(folder).rglob("*.nbi"), None) is not None
-    except OSError:
-        return True
+COMPILATION_NOTICE = ("graindem: compiling numba kernels for this version (a few minutes on 2 cores, once; "
+                      "later runs load them from the cache)")
 
 
-def compilation_notice(folder=None):
-    """The line to show before kernels are compiled for the first time, or None when they are cached."""
-    if kernels_cached(folder):
-        return None
-    return ("graindem: first run of this version: compiling the numba kernels (one to two minutes on 2 cores; "
-            "later runs load them from the cache)")
+class _FirstCompilation(numba.core.event.Listener):
+    def __init__(self, say):
+        self.say = say
+        self.said = False
+
+    def on_start(self, event):
+        if not self.said:
+            self.said = True
+            self.say(COMPILATION_NOTICE)
+
+    def on_end(self, event):
+        pass
+
+
+def announce_first_compilation(say):
+    """Call say(COMPILATION_NOTICE) once, when numba starts compiling a kernel that its cache does not
+    hold (numba's "numba:compile" event comes after the cache lookup, so loading says nothing).
+    Returns the listener (numba.core.event.unregister("numba:compile", it) removes it)."""
+    listener = _FirstCompilation(say)
+    numba.core.event.register("numba:compile", listener)
+    return listener
 
 
 def _own_copies_of_callees(optimize_final_module):

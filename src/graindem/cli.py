@@ -33,8 +33,8 @@ EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_INTERRUPTED = 130
 
-# Commands that run compiled kernels: a line says so before the first compilation of a version.
-COMPILES = ("run", "pile", "sweep")
+# Commands that run compiled kernels: a line says so when numba starts compiling one the cache lacks.
+COMPILES = ("run", "pile")
 
 # What --out is for each command: checked writable before any work starts.
 OUT_IS = {"run": "folder", "demo": "folder", "pile": "folder", "modes": "file"}
@@ -114,10 +114,8 @@ def main(argv=None):
         _check_out(args.command, args)
         quiet = getattr(args, "quiet", False) or getattr(args, "dry_run", False)
         if args.command in COMPILES and not quiet:
-            from ._jit import compilation_notice
-            notice = compilation_notice()
-            if notice:
-                print(notice, flush=True)
+            from ._jit import announce_first_compilation
+            announce_first_compilation(lambda text: print(text, flush=True))
         return int(modules[args.command].run(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:
         if args.debug:
