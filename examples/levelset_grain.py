@@ -3,15 +3,18 @@
     python examples/levelset_grain.py [--voxels-across N] [--nodes N]
 
 The same ellipsoid (semi-axes 2, 1.5 and 1 mm) is built three ways with
-`graindem.particles.LevelSetGrain`: analytically, from a closed triangle mesh of its surface (what
-`LevelSetGrain.from_mesh` reads from an STL or OBJ file), and from a boolean voxel image (what a CT
-scan gives, `LevelSetGrain.from_voxels`). Each template holds a signed-distance grid, area-weighted
+`graindem.particles.LevelSetGrain`: analytically, from a closed triangle mesh of its surface written
+to an STL file and read back (`LevelSetGrain.from_mesh`, any format meshio reads), and from a boolean
+voxel image (what a CT scan gives, `LevelSetGrain.from_voxels`). Each template holds a signed-distance grid, area-weighted
 surface nodes and its mass properties per unit density; the script compares its volume and principal
 moments of inertia with the ellipsoid's closed forms, V = 4/3 pi a b c and I_x = V (b^2 + c^2) / 5.
 """
 
 import argparse
+import tempfile
+from pathlib import Path
 
+import meshio
 import numpy as np
 
 from graindem.particles import LevelSetGrain
@@ -55,9 +58,13 @@ def build(voxels_across=20, n_nodes=400):
     """The three templates, by name."""
     image, voxel_size = ellipsoid_voxels(voxels_across)
     vertices, faces = ellipsoid_mesh()
+    with tempfile.TemporaryDirectory() as folder:
+        stl = Path(folder) / "ellipsoid.stl"
+        meshio.write_points_cells(stl, vertices, [("triangle", faces)], binary=True)
+        from_file = LevelSetGrain.from_mesh(stl, spacing=C / 10, n_nodes=n_nodes)
     return {
         "analytic": LevelSetGrain.ellipsoid(A, B, C, spacing=C / 10, n_nodes=n_nodes),
-        "triangle mesh": LevelSetGrain.from_triangles(vertices, faces, spacing=C / 10, n_nodes=n_nodes),
+        "triangle mesh": from_file,
         "voxel image": LevelSetGrain.from_voxels(image, voxel_size, n_nodes=n_nodes),
     }
 

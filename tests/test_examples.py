@@ -3,13 +3,16 @@
 References: the Mindlin–Deresiewicz closed form (single_contact.py), the ellipsoid's closed-form
 volume and moments of inertia (levelset_grain.py), the uninterrupted run
 (restart.py: a restart in a new process must end bit for bit where it ends), the scenario schema and
-the biaxial test's controls (biaxial_jaeger.toml).
+the biaxial test's controls (biaxial_jaeger.toml), the energy balance of the deformable grains' run
+(deformable_grains.py: stored + dissipated = the piston's work), the sweep's cartesian product and the
+same scenario run directly (sweep_friction.toml).
 """
 
 import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graindem.io.scenario import apply_overrides, load_scenario
@@ -71,8 +74,42 @@ def test_levelset_grain_example_against_the_ellipsoid_closed_forms():
         assert grain.n_nodes == 200
 
 
+def test_deformable_grains_example_balances_energy_and_writes_its_files(tmp_path):
+    pytest.importorskip("skfem")  # the FEM mode extraction (extra 'fem')
+    example = _load("deformable_grains")
+    result = example.main(["--mesh-size", "2", "--nodes", "100", "--steps", "6000", "--speed", "0.05",
+                           "--out", str(tmp_path)])
+    modes, rows, energies = result["modes"], result["rows"], result["energies"]
+    # the FEM table: no force before contact, increasing with the indentation
+    assert modes.force_eps[0] == 0 and np.all(np.diff(modes.force_table[:, 0]) > 0)
+    # the piston's work is stored in the grains or dissipated, up to the time integration's error
+    assert energies["wall_work"] > 50.0
+    assert abs(energies["balance"]) < 2e-3 * energies["wall_work"]
+    last = rows[-1]
+    assert last["travel"] == pytest.approx(6000 * result["sim"].dt * 0.05, rel=1e-9)
+    # every grain is compressed, and no more than the column's shortening allows
+    assert 0 < last["eps_min"] and last["eps_max"] * 4.0 * example.R < last["travel"]
+    assert (tmp_path / "compaction_modes.h5").exists() and (tmp_path / "grains_020_surfaces.vtu").exists()
+
+
+def test_sweep_example_lists_its_runs_and_runs_one_in_a_short_form(tmp_path):
+    from graindem.sweep import load_sweep, run_one
+
+    _, runs = load_sweep(EXAMPLES / "sweep_friction.toml")
+    combos = [(r["parameters"]["material.mu"], r["parameters"]["contact.law"]) for r in runs]
+    assert sorted(combos) == sorted((mu, law) for mu in (0.3, 0.5, 0.7) for law in ("mindlin", "jaeger"))
+    assert all(r["config"]["particles"]["n"] == 500 for r in runs)
+    first = runs[0]
+    quick = apply_overrides(first["config"], {"particles.n": 64, "simulation.output_interval": 50,
+                                              "output.plots": False})
+    status, _ = run_one(quick, tmp_path / "run", first["parameters"], steps=100)
+    assert status == "done"
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["law"] == first["parameters"]["contact.law"] and summary["n_particles"] == 64
+
+
 BAD_ARGUMENTS = {"single_contact": ["--steps-per-branch", "0"], "restart": ["--steps", "0"],
-                 "levelset_grain": ["--voxels-across", "3"]}
+                 "levelset_grain": ["--voxels-across", "3"], "deformable_grains": ["--mesh-size", "9"]}
 
 
 @pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))

@@ -647,3 +647,69 @@ def test_packing_csv_fifth_column_gives_materials(tmp_path):
     f.write_text("0,0,0,1e-3,0.5\n")
     with pytest.raises(ValueError, match="fifth column must be a material index"):
         read_packing_csv(f)
+
+
+def test_progress_of_unknown_length_and_the_preparation_line(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(progress.time, "perf_counter", clock)
+    out = io.StringIO()
+    p = progress.PreparationProgress(1e5, desc="preparing the packing")
+    p.bar = progress.Progress(None, desc="preparing the packing", file=out, log_interval=5.0)
+
+    class Sim:
+        step_count = 500
+
+    clock.t += 10.0
+    p.callback(Sim, {"pressure": 5e4, "unbalanced_force_ratio": 0.02})
+    line = out.getvalue()
+    # 500 steps in 10 s, no total: a count and a rate, no percentage and no ETA
+    assert "500step" in line and "50.0step/s" in line and "%" not in line and "<" not in line
+    assert "p_over_target=0.5" in line and "unbalanced=0.02" in line
+
+
+def test_a_compilation_is_announced_once_and_a_cached_kernel_says_nothing(tmp_path, monkeypatch):
+    import importlib.util
+
+    import numba
+    from numba.core import event
+
+    from graindem._jit import COMPILATION_NOTICE, announce_first_compilation
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "kernel.py"
+    source.write_text("import numba\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+
+    def fresh_import(name):
+        spec = importlib.util.spec_from_file_location(name, source)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    said = []
+    listener = announce_first_compilation(said.append)
+    try:
+        assert fresh_import("kernel_a").twice(3) == 6          # compiled and written to the cache
+        numba.njit(lambda x: x + 1)(1)                           # a second compilation: nothing more
+        assert said == [COMPILATION_NOTICE]
+    finally:
+        event.unregister("numba:compile", listener)
+    said.clear()
+    listener = announce_first_compilation(said.append)
+    try:
+        assert fresh_import("kernel_b").twice(4) == 8          # loaded from the cache: nothing said
+    finally:
+        event.unregister("numba:compile", listener)
+    assert said == []
+
+
+def test_template_building_shows_its_stages_when_asked(capsys):
+    pytest.importorskip("skimage")
+    from graindem.particles import LevelSetGrain
+    from graindem.particles.levelset import TEMPLATE_STAGES
+
+    LevelSetGrain.sphere(1.0, spacing=0.25, n_nodes=40, progress=True)
+    err = capsys.readouterr().err
+    assert f"100% {len(TEMPLATE_STAGES)}.00/{len(TEMPLATE_STAGES)}.00" in err and "level-set template sphere" in err
+    assert f"stage={TEMPLATE_STAGES[-1]}" in err
+    LevelSetGrain.sphere(1.0, spacing=0.25, n_nodes=40, progress=False)
+    assert capsys.readouterr().err == ""

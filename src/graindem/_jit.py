@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 
 import numba
+import numba.core.event
 from llvmlite import binding as ll
 from numba.core import codegen as _codegen
 
@@ -132,6 +133,33 @@ def _configure_cache():
 
 
 _configure_cache()
+
+
+COMPILATION_NOTICE = ("graindem: compiling numba kernels for this version (a few minutes on 2 cores, once; "
+                      "later runs load them from the cache)")
+
+
+class _FirstCompilation(numba.core.event.Listener):
+    def __init__(self, say):
+        self.say = say
+        self.said = False
+
+    def on_start(self, event):
+        if not self.said:
+            self.said = True
+            self.say(COMPILATION_NOTICE)
+
+    def on_end(self, event):
+        pass
+
+
+def announce_first_compilation(say):
+    """Call say(COMPILATION_NOTICE) once, when numba starts compiling a kernel that its cache does not
+    hold (numba's "numba:compile" event comes after the cache lookup, so loading says nothing).
+    Returns the listener (numba.core.event.unregister("numba:compile", it) removes it)."""
+    listener = _FirstCompilation(say)
+    numba.core.event.register("numba:compile", listener)
+    return listener
 
 
 def _own_copies_of_callees(optimize_final_module):

@@ -34,6 +34,9 @@ EXIT_BAD_INPUT = 2
 EXIT_DIVERGED = 3
 EXIT_INTERRUPTED = 130
 
+# Commands that run compiled kernels: a line says so when numba starts compiling one the cache lacks.
+COMPILES = ("run", "pile")
+
 # What --out is for each command: checked writable before any work starts.
 OUT_IS = {"run": "folder", "demo": "folder", "pile": "folder", "modes": "file"}
 
@@ -114,6 +117,10 @@ def main(argv=None):
             raise ValueError("the graindem command line does not run over several MPI ranks yet (every rank "
                              "would write the outputs): run it on one rank, or run the simulation from a Python "
                              "script under mpiexec (docs/parallel-mpi.md)")
+        quiet = getattr(args, "quiet", False) or getattr(args, "dry_run", False)
+        if args.command in COMPILES and not quiet:
+            from ._jit import announce_first_compilation
+            announce_first_compilation(lambda text: print(text, flush=True))
         return int(modules[args.command].run(args) or 0)
     except (Exception, KeyboardInterrupt) as exc:
         if args.debug:

@@ -133,7 +133,7 @@ def _extend_radially(mode_set, grid, radius, step):
 
 
 def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertices=4000, node_layout="octahedral",
-                      exterior="linear"):
+                      exterior="linear", progress=None):
     """Table 2 sphere with one compaction mode: from ``mode_file`` (graindem mode file) or the stand-in.
 
     ``node_layout``: "octahedral" (default; `octahedral_sphere_mesh` with the frequency giving about
@@ -142,13 +142,21 @@ def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertice
     pattern around each; "fibonacci" (`sphere_surface_mesh`) is the earlier, axis-asymmetric set.
     ``exterior``: how a FEM mode is continued outside the sphere on the level-set grid ("linear" along
     the radius, see `_extend_radially`, or "constant" as the mode file does).
+    ``progress``: a bar of the building stages (level set, mode on the grid, nodes); None shows it only
+    on a terminal (the mode of a fine FEM mesh takes seconds to tabulate).
     """
     if node_layout not in ("octahedral", "fibonacci"):
         raise ValueError(f"node_layout must be 'octahedral' or 'fibonacci', got {node_layout!r}")
     if exterior not in ("linear", "constant"):
         raise ValueError(f"exterior must be 'linear' or 'constant', got {exterior!r}")
+    from graindem.io.progress import Progress, interactive
+
+    show = interactive() if progress is None else bool(progress)
+    bar = Progress(3, desc="deformable template compaction_sphere", quiet=not show, unit="stage")
+    bar.update(0, stage="level set")
     r = SPHERE_RADIUS
     phi0 = GridField.sample(lambda p: np.linalg.norm(p, axis=1) - r, [-r - 6] * 3, [r + 6] * 3, spacing)
+    bar.update(1, stage="mode on the grid")
     node_values = None
     if mode_file is not None:
         from graindem.fem import read_mode_file
@@ -167,6 +175,7 @@ def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertice
     else:
         mode = StandinCompactionMode(r)
         source = "analytic stand-in (no FEM mode file given)"
+    bar.update(1, stage="surface nodes")
     verts, faces = sphere_surface_mesh(r, surface_vertices)
     n = int(round(4 * np.pi * r * r / spacing ** 2)) if n_nodes is None else int(n_nodes)
     if n < 6:
@@ -181,5 +190,7 @@ def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertice
         node_values = scale * mode_set.evaluate(nodes)[:1]
     vol = 4.0 / 3.0 * np.pi * r ** 3
     inertia = np.full(3, 0.4 * vol * r * r)
+    bar.update(1)
+    bar.close()
     return DeformableTemplate("compaction_sphere", phi0, [mode], verts, faces, nodes, areas, vol, inertia,
                               source, node_values)

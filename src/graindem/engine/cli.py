@@ -274,6 +274,7 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
     from ..engine import checkpoint
     from ..engine.simulation import Simulation
     from ..engine.prepare import add_materials, restore_friction
+    from ..io.progress import PreparationProgress
     pos, r, mats = read_packing_csv(path, with_materials=True)
     nmat = 1 + (len(materials["E"]) if materials else 0)
     if mats.size and mats.max() >= nmat:
@@ -309,15 +310,18 @@ def packing_from_file(path, box, material, pressure, cache=None, mu_prep=0.0, dt
     for k in range(3):
         sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
     good = 0
-    while good < 2:
-        if sim.step_count >= max_steps:
+    bar = PreparationProgress(pressure, quiet=announce is None, desc="bringing the packing to the pressure")
+    with bar:
+        while good < 2:
+            if sim.step_count >= max_steps:
+                m = sim.measure()
+                raise RuntimeError(f"the packing from {path} did not settle at {pressure} Pa within {max_steps} "
+                                   f"steps (pressure {m['pressure']:.4g} Pa)")
+            sim.run(check_every)
             m = sim.measure()
-            raise RuntimeError(f"the packing from {path} did not settle at {pressure} Pa within {max_steps} steps "
-                               f"(pressure {m['pressure']:.4g} Pa)")
-        sim.run(check_every)
-        m = sim.measure()
-        ok = abs(m["pressure"] / pressure - 1.0) < tolerance and m["unbalanced_force_ratio"] < unbalanced
-        good = good + 1 if ok else 0
+            bar.callback(sim, m)
+            ok = abs(m["pressure"] / pressure - 1.0) < tolerance and m["unbalanced_force_ratio"] < unbalanced
+            good = good + 1 if ok else 0
     restore_friction(sim, material["mu"], materials)
     for k in range(3):
         sim.control_axis(k, strain_rate=0.0)

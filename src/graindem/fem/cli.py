@@ -102,7 +102,7 @@ def surface_triangles(tets):
 
 def extract(cfg, progress=True):
     """Run the extraction for a config dict; returns (ModeSet, summary dict, curves dict)."""
-    from tqdm import tqdm
+    from ..io.progress import Progress
 
     geometry = cfg["geometry"]
     if geometry == "sphere_compaction":
@@ -110,7 +110,7 @@ def extract(cfg, progress=True):
 
         radius = float(cfg.get("radius", 10.0))
         eps = np.asarray(cfg.get("eps", SEED_TABLE_EPS[1:]), dtype=float)
-        with tqdm(total=len(eps), desc="load levels", disable=not progress) as bar:
+        with Progress(len(eps), desc="FEM load levels", quiet=not progress, unit="level") as bar:
             result = compact_sphere(radius, float(cfg.get("E", 100.0)), float(cfg.get("nu", 0.3)), eps=eps,
                                     mesh_size=float(cfg.get("mesh_size", radius / 20.0)), progress=bar.update)
         basis = cfg.get("basis", "single")

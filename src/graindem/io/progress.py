@@ -11,6 +11,10 @@ Interface:
 On a terminal this is a tqdm bar redrawn in place. Without a terminal (CI logs, pipes, files) it
 prints a plain, newline-terminated line at most every `log_interval` seconds (and at the end),
 so logs are not flooded with carriage returns. quiet=True prints nothing but still counts.
+total=None: a task whose length is not known in advance (a packing compressed until it settles):
+the count and rate are shown, without percentage or ETA.
+`interactive()`: whether a person is watching (stderr is a terminal); work that is only sometimes
+long (building a level-set template) shows its bar then and stays silent in logs and tests.
 Field values are shown with 4 significant digits (floats) or as given (ints, strings).
 The progress line only reads the values it is given.
 """
@@ -20,7 +24,7 @@ import time
 
 from tqdm import tqdm
 
-__all__ = ["Progress"]
+__all__ = ["PreparationProgress", "Progress", "interactive"]
 
 
 def _format_fields(fields):
@@ -33,12 +37,18 @@ def _format_fields(fields):
     return ", ".join(parts)
 
 
+def interactive(file=None):
+    """True if `file` (default stderr) is a terminal."""
+    isatty = getattr(sys.stderr if file is None else file, "isatty", None)
+    return bool(isatty and isatty())
+
+
 class Progress:
     """Progress of a run of `total` steps (see the module docstring)."""
 
     def __init__(self, total, *, desc="", quiet=False, file=None, log_interval=10.0, unit="step"):
-        if isinstance(total, bool) or not isinstance(total, int) or total < 0:
-            raise ValueError(f"total must be an integer >= 0 (number of steps); got {total!r}")
+        if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+            raise ValueError(f"total must be an integer >= 0 (number of steps) or None (unknown); got {total!r}")
         if not log_interval > 0:
             raise ValueError(f"log_interval must be > 0 seconds; got {log_interval!r}")
         self.total = total
@@ -53,8 +63,7 @@ class Progress:
         self._last_log = self._start
         self._closed = False
         self._printed_n = None
-        isatty = getattr(self._file, "isatty", None)
-        self._tty = bool(isatty and isatty())
+        self._tty = interactive(self._file)
         self._bar = None
         if not quiet and self._tty:
             self._bar = tqdm(total=total, desc=desc or None, unit=unit, unit_scale=True, file=self._file,
@@ -119,4 +128,27 @@ class Progress:
 
     def __exit__(self, exc_type, exc, tb):
         self.close()
+        return False
+
+
+class PreparationProgress:
+    """The progress line of an isotropic compression that runs until the packing settles (its length is
+    not known in advance): steps, steps/s, the pressure over its target and the unbalanced force ratio.
+    `callback(sim, m)` is what `prepare_packing` and the grain preparation call after each check."""
+
+    def __init__(self, pressure, quiet=False, start=0, desc="preparing the packing"):
+        self.pressure = pressure
+        self.last = int(start)
+        self.bar = Progress(None, desc=desc, quiet=quiet)
+
+    def callback(self, sim, m):
+        self.bar.update(int(sim.step_count - self.last), p_over_target=float(m["pressure"] / self.pressure),
+                        unbalanced=float(m["unbalanced_force_ratio"]))
+        self.last = int(sim.step_count)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.bar.close()
         return False

@@ -73,6 +73,20 @@ _PAD_CELLS = 5  # grid margin beyond the shape: 2 eps (mass integral) + room for
 MAX_MESH_FILE_BYTES = 256 * 2**20
 MAX_VOXELS = 512**3
 
+# what building a template does, in order (the steps of its progress bar)
+TEMPLATE_STAGES = ("signed distance", "mass properties", "marching cubes", "surface nodes")
+
+
+def template_progress(name, progress=None, done=0):
+    """The progress bar of building a template: shown when `progress` is True, or when it is None and
+    a person watches (stderr is a terminal); `done` stages are finished already."""
+    from ..io.progress import Progress, interactive
+
+    show = interactive() if progress is None else bool(progress)
+    bar = Progress(len(TEMPLATE_STAGES), desc=f"level-set template {name}", quiet=not show, unit="stage")
+    bar.update(done, stage=TEMPLATE_STAGES[done])
+    return bar
+
 def _positive(name, value):
     try:
         value = float(value)
@@ -291,10 +305,13 @@ class LevelSetGrain:
         frame_residual          max |off-diagonal| / max moment of inertia_tensor
         surface_vertices, surface_faces   marching-cubes triangulation (body frame) for output
     Methods: phi(points), phi_and_gradient(points), mass(density), memory_bytes().
+
+    Every constructor takes `progress`: True shows a progress bar of the building stages, False hides
+    it, None (default) shows it only on a terminal.
     """
 
     def __init__(self, phi_grid, grid_origin, spacing, *, n_nodes=None, centroid_input=(0.0, 0.0, 0.0),
-                 rotation=None, seed=0, name="grain"):
+                 rotation=None, seed=0, name="grain", progress=None):
         spacing = _positive("spacing", spacing)
         n_nodes = _check_n_nodes(n_nodes)
         phi = np.ascontiguousarray(phi_grid, dtype=np.float64)
@@ -313,12 +330,16 @@ class LevelSetGrain:
         self.grid_shape = np.array(phi.shape, dtype=np.int64)
         self.grid_origin = np.asarray(grid_origin, dtype=np.float64).reshape(3).copy()
         self.rotation = np.eye(3) if rotation is None else np.asarray(rotation, dtype=np.float64)
-        self._mass_properties()
-        # the body origin goes to the phi centroid: a pure translation of the grid, exact
-        shift = self._centroid_body
-        self.grid_origin -= shift
-        self.centroid = np.asarray(centroid_input, dtype=np.float64) + self.rotation @ shift
-        self._surface(n_nodes, seed)
+        # a constructor passes its own bar on (the signed distance done); a grid given directly starts one
+        bar = progress if hasattr(progress, "update") else template_progress(name, progress, done=1)
+        with bar:
+            self._mass_properties()
+            bar.update(1, stage=TEMPLATE_STAGES[2])
+            # the body origin goes to the phi centroid: a pure translation of the grid, exact
+            shift = self._centroid_body
+            self.grid_origin -= shift
+            self.centroid = np.asarray(centroid_input, dtype=np.float64) + self.rotation @ shift
+            self._surface(n_nodes, seed, bar)
 
     # ---------------------------------------------------------- mass properties
     def _mass_properties(self):
@@ -343,7 +364,7 @@ class LevelSetGrain:
         self.frame_residual = float(off / self.inertia.max())
 
     # ---------------------------------------------------------- surface and nodes
-    def _surface(self, n_nodes, seed):
+    def _surface(self, n_nodes, seed, bar):
         from skimage import measure
 
         h = self.spacing
@@ -358,6 +379,7 @@ class LevelSetGrain:
             faces = faces[:, [0, 2, 1]]
         self.surface_vertices = verts
         self.surface_faces = faces
+        bar.update(1, stage=TEMPLATE_STAGES[3])
         a, b, c = verts[faces[:, 0]], verts[faces[:, 1]], verts[faces[:, 2]]
         tri_area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
         self.surface_area = float(tri_area.sum())
@@ -393,6 +415,7 @@ class LevelSetGrain:
         self.areas = np.ascontiguousarray(area)
         self.n_nodes = n_nodes
         self.bounding_radius = float(np.linalg.norm(nodes, axis=1).max())
+        bar.update(1)
 
     @property
     def origin(self):
@@ -425,24 +448,28 @@ class LevelSetGrain:
 
     # ---------------------------------------------------------- constructors
     @classmethod
-    def sphere(cls, radius, *, spacing=None, n_nodes=None, seed=0):
+    def sphere(cls, radius, *, spacing=None, n_nodes=None, seed=0, progress=None):
         """Sphere of the given radius (exact signed distance). Default spacing radius/10."""
         r = _positive("radius", radius)
         h = r / 10.0 if spacing is None else _positive("spacing", spacing)
         _check_resolution(r, h, "the sphere")
         origin, shape = _grid_axes([r, r, r], h)
         pts = _grid_points(origin, shape, h)
+        bar = template_progress("sphere", progress)
         phi = (np.linalg.norm(pts, axis=1) - r).reshape(shape)
-        return cls(phi, origin, h, n_nodes=n_nodes, seed=seed, name="sphere")
+        bar.update(1, stage=TEMPLATE_STAGES[1])
+        return cls(phi, origin, h, n_nodes=n_nodes, seed=seed, name="sphere", progress=bar)
 
     @classmethod
-    def ellipsoid(cls, a, b, c, *, spacing=None, n_nodes=None, seed=0):
+    def ellipsoid(cls, a, b, c, *, spacing=None, n_nodes=None, seed=0, progress=None):
         """Ellipsoid with semi-axes a, b, c along body x, y, z. Default spacing min(a, b, c)/8."""
         ax = np.array([_positive("a", a), _positive("b", b), _positive("c", c)])
-        return cls.superquadric(*ax, 1.0, 1.0, spacing=spacing, n_nodes=n_nodes, seed=seed, _name="ellipsoid")
+        return cls.superquadric(*ax, 1.0, 1.0, spacing=spacing, n_nodes=n_nodes, seed=seed, progress=progress,
+                                _name="ellipsoid")
 
     @classmethod
-    def superquadric(cls, a, b, c, e1=1.0, e2=1.0, *, spacing=None, n_nodes=None, seed=0, _name="superquadric"):
+    def superquadric(cls, a, b, c, e1=1.0, e2=1.0, *, spacing=None, n_nodes=None, seed=0, progress=None,
+                     _name="superquadric"):
         """Superquadric (|x/a|^(2/e2) + |y/b|^(2/e2))^(e2/e1) + |z/c|^(2/e1) = 1; e1 = e2 = 1 is an ellipsoid.
 
         Exponents are limited to [0.1, 2] (convex for <= 1); the surface is star-shaped, triangulated
@@ -466,13 +493,15 @@ class LevelSetGrain:
         pq = 1.6
         area_est = 4 * np.pi * (((ax[0] * ax[1]) ** pq + (ax[0] * ax[2]) ** pq + (ax[1] * ax[2]) ** pq) / 3) ** (1 / pq)
         n_v = int(min(200_000, max(2000, 6 * area_est / h**2)))
+        bar = template_progress(_name, progress)
         verts, faces = _star_mesh(gauge, n_v)
         origin, shape = _grid_axes(ax, h)
         phi = signed_distance_to_mesh(_grid_points(origin, shape, h), verts, faces).reshape(shape)
-        return cls(phi, origin, h, n_nodes=n_nodes, seed=seed, name=_name)
+        bar.update(1, stage=TEMPLATE_STAGES[1])
+        return cls(phi, origin, h, n_nodes=n_nodes, seed=seed, name=_name, progress=bar)
 
     @classmethod
-    def rounded_cuboid(cls, hx, hy, hz, radius=0.0, *, spacing=None, n_nodes=None, seed=0):
+    def rounded_cuboid(cls, hx, hy, hz, radius=0.0, *, spacing=None, n_nodes=None, seed=0, progress=None):
         """Box of half-extents (hx, hy, hz) with edges and corners rounded by `radius` (exact distance)."""
         he = np.array([_positive("hx", hx), _positive("hy", hy), _positive("hz", hz)])
         r = float(radius)
@@ -480,27 +509,31 @@ class LevelSetGrain:
             raise ValueError(f"radius must lie in [0, min(hx, hy, hz)] = [0, {he.min():.4g}], got {radius!r}")
         h = he.min() / 8.0 if spacing is None else _positive("spacing", spacing)
         _check_resolution(he.min(), h, "the cuboid")
+        bar = template_progress("rounded_cuboid", progress)
         origin, shape = _grid_axes(he, h)
         q = np.abs(_grid_points(origin, shape, h)) - (he - r)
         phi = np.linalg.norm(np.maximum(q, 0.0), axis=1) + np.minimum(q.max(axis=1), 0.0) - r
-        return cls(phi.reshape(shape), origin, h, n_nodes=n_nodes, seed=seed, name="rounded_cuboid")
+        bar.update(1, stage=TEMPLATE_STAGES[1])
+        return cls(phi.reshape(shape), origin, h, n_nodes=n_nodes, seed=seed, name="rounded_cuboid", progress=bar)
 
     @classmethod
-    def cylinder(cls, radius, half_height, *, spacing=None, n_nodes=None, seed=0):
+    def cylinder(cls, radius, half_height, *, spacing=None, n_nodes=None, seed=0, progress=None):
         """Circular cylinder, axis along body z (exact distance, sharp rims)."""
         R = _positive("radius", radius)
         H = _positive("half_height", half_height)
         h = min(R, H) / 8.0 if spacing is None else _positive("spacing", spacing)
         _check_resolution(min(R, H), h, "the cylinder")
+        bar = template_progress("cylinder", progress)
         origin, shape = _grid_axes([R, R, H], h)
         p = _grid_points(origin, shape, h)
         dx = np.hypot(p[:, 0], p[:, 1]) - R
         dz = np.abs(p[:, 2]) - H
         phi = np.minimum(np.maximum(dx, dz), 0.0) + np.hypot(np.maximum(dx, 0.0), np.maximum(dz, 0.0))
-        return cls(phi.reshape(shape), origin, h, n_nodes=n_nodes, seed=seed, name="cylinder")
+        bar.update(1, stage=TEMPLATE_STAGES[1])
+        return cls(phi.reshape(shape), origin, h, n_nodes=n_nodes, seed=seed, name="cylinder", progress=bar)
 
     @classmethod
-    def from_triangles(cls, vertices, faces, *, spacing=None, n_nodes=None, seed=0, name="mesh"):
+    def from_triangles(cls, vertices, faces, *, spacing=None, n_nodes=None, seed=0, name="mesh", progress=None):
         """Grain bounded by a closed, consistently oriented triangle mesh (vertices (v,3), faces (f,3))."""
         v = np.asarray(vertices, dtype=np.float64)
         f = np.asarray(faces, dtype=np.int64)
@@ -517,14 +550,17 @@ class LevelSetGrain:
         half = np.maximum(np.abs(lo), np.abs(hi))
         h = (hi - lo).min() / 16.0 if spacing is None else _positive("spacing", spacing)
         _check_resolution(0.5 * (hi - lo).min(), h, "the mesh")
+        bar = template_progress(name, progress)
         origin, shape = _grid_axes(half, h)
         phi = signed_distance_to_mesh(_grid_points(origin, shape, h), body, f).reshape(shape)
-        grain = cls(phi, origin, h, n_nodes=n_nodes, centroid_input=c, rotation=rot, seed=seed, name=name)
+        bar.update(1, stage=TEMPLATE_STAGES[1])
+        grain = cls(phi, origin, h, n_nodes=n_nodes, centroid_input=c, rotation=rot, seed=seed, name=name,
+                    progress=bar)
         grain._check_volume(vol, "mesh")
         return grain
 
     @classmethod
-    def from_mesh(cls, path, *, spacing=None, n_nodes=None, scale=1.0, seed=0):
+    def from_mesh(cls, path, *, spacing=None, n_nodes=None, scale=1.0, seed=0, progress=None):
         """Grain from a closed STL/OBJ (any meshio format) surface file; `scale` multiplies coordinates."""
         import meshio
 
@@ -549,10 +585,10 @@ class LevelSetGrain:
         verts, inverse = np.unique(np.round(verts, 12), axis=0, return_inverse=True)
         faces = inverse.reshape(-1)[faces]
         return cls.from_triangles(verts, faces, spacing=spacing, n_nodes=n_nodes, seed=seed,
-                                  name=str(getattr(path, "name", path)))
+                                  name=str(getattr(path, "name", path)), progress=progress)
 
     @classmethod
-    def from_voxels(cls, array, voxel_size, *, spacing=None, n_nodes=None, seed=0):
+    def from_voxels(cls, array, voxel_size, *, spacing=None, n_nodes=None, seed=0, progress=None):
         """Grain from a 3-D boolean image (True = solid), voxel edge `voxel_size`.
 
         phi at each voxel centre is the distance to the nearest voxel *cube* of the other phase, found
@@ -580,6 +616,7 @@ class LevelSetGrain:
         lab, n_lab = ndimage.label(solid)
         if n_lab != 1:
             raise ValueError(f"array must hold one connected solid region, found {n_lab}")
+        bar = template_progress("voxels", progress)
         solid = np.pad(solid, _PAD_CELLS + 2)
         phi_img = _voxel_signed_distance(solid) * vs
         idx = np.argwhere(solid).astype(np.float64)
@@ -598,8 +635,9 @@ class LevelSetGrain:
         img_coords = (pts @ rot.T) / vs + c_idx  # body -> image index coordinates
         phi = ndimage.map_coordinates(phi_img, img_coords.T, order=1, mode="nearest").reshape(shape)
         c_input = (c_idx - (_PAD_CELLS + 2)) * vs  # centroid in image coordinates of voxel centres
+        bar.update(1, stage=TEMPLATE_STAGES[1])
         grain = cls(phi, origin, h, n_nodes=n_nodes, centroid_input=c_input, rotation=rot, seed=seed,
-                    name="voxels")
+                    name="voxels", progress=bar)
         grain._check_volume(n * vs**3, "voxel image")
         return grain
 

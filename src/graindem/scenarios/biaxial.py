@@ -26,6 +26,7 @@ import numpy as np
 from ..engine import checkpoint
 from ..engine.interrupts import RunStopped
 from ..engine.prepare import prepare_packing
+from ..io.progress import PreparationProgress
 from ..particles.size_distribution import Uniform
 
 QUARTZ = {"E": 2.0 * 29e9 * 1.15, "nu": 0.15, "density": 2650.0, "mu": 0.5}
@@ -66,12 +67,15 @@ def prepared_packing(n, seed=0, pressure=PRESSURE, cache=None, radius=RADIUS, sp
     if resume is not None and announce:
         announce(f"continuing the interrupted preparation {partial} from step {resume['sim'].step_count}")
     t0 = time.perf_counter()
+    progress = PreparationProgress(pressure, quiet=announce is None,
+                                    start=0 if resume is None else resume["sim"].step_count)
     try:
-        sim = prepare_packing(n, radius=radius, radius_spread=spread, pressure=pressure, law="mindlin",
-                              E=material["E"], nu=material["nu"], density=material["density"], mu=material["mu"],
-                              mu_prep=mu_prep, seed=seed, dt_fraction=dt_fraction, dt=dt,
-                              allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials,
-                              distribution=distribution, resume=resume)
+        with progress:
+            sim = prepare_packing(n, radius=radius, radius_spread=spread, pressure=pressure, law="mindlin",
+                                  E=material["E"], nu=material["nu"], density=material["density"],
+                                  mu=material["mu"], mu_prep=mu_prep, seed=seed, dt_fraction=dt_fraction, dt=dt,
+                                  allow_unstable_dt=allow_unstable_dt, restitution=restitution, materials=materials,
+                                  distribution=distribution, resume=resume, callback=progress.callback)
     except RunStopped as exc:
         state = getattr(exc, "preparation", None)
         if partial is None or state is None:

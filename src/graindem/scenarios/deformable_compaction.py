@@ -161,6 +161,7 @@ def _drive(sim, state, out, steps, quiet):
     """Run `steps` steps with rows, checkpoints and VTK; then the final checkpoint and summary."""
     from ..engine import checkpoint
     from ..io.outputs import atomic_write_text
+    from ..io.progress import Progress
 
     config = state["config"]
     sim_cfg = config["simulation"]
@@ -175,17 +176,23 @@ def _drive(sim, state, out, steps, quiet):
         every = sim_cfg["output_interval"]
         ckpt = sim_cfg["checkpoint_interval"]
         start = state["start_step"]
+        progress = Progress(int(steps), desc="deformable compaction", quiet=quiet)
+        first = sim.step_count
 
         def on_output(s):
-            writer.writerow([f"{v:.10g}" if isinstance(v, float) else v for v in _row(s, half0)])
+            row = _row(s, half0)
+            writer.writerow([f"{v:.10g}" if isinstance(v, float) else v for v in row])
             fh.flush()
+            progress.update(s.step_count - first - progress.n, wall_force=row[2], eps_mean=row[4])
             if config["output"]["vtk"] and s.deformable.templates is not None:
                 s.deformable.write_vtk(str(out / f"grains_{s.step_count - start:08d}"))
             if ckpt and (s.step_count - start) % ckpt == 0:
                 checkpoint.save(s, out / "checkpoint.h5", extra={EXTRA_KEY: state})
 
         t0 = time.perf_counter()
-        sim.run(steps, callback=on_output, every=every, phase=start)
+        with progress:
+            sim.run(steps, callback=on_output, every=every, phase=start)
+            progress.update(sim.step_count - first - progress.n)
         seconds = time.perf_counter() - t0
     checkpoint.save(sim, out / "checkpoint.h5", extra={EXTRA_KEY: state})
     d = sim.deformable

@@ -27,6 +27,7 @@ import numpy as np
 from ..core.rotations import random_quaternions
 from ..engine import checkpoint
 from ..engine.prepare import add_materials, restore_friction
+from ..io.progress import PreparationProgress
 
 CHECK_EVERY = 250           # steps between settling checks
 STRAIN_PER_STEP = 1e-4      # the servo's largest strain per step while the assembly is loose
@@ -160,12 +161,14 @@ def prepared_grains(config, cache=None, announce=None):
     good = 0
     limit = config["grains"]["preparation_steps"]
     m = sim.measure()
-    while good < 2 and sim.step_count < limit:
-        sim.run(min(CHECK_EVERY, limit - sim.step_count))
-        m = sim.measure()
-        ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
-              and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
-        good = good + 1 if ok else 0
+    with PreparationProgress(pressure, quiet=announce is None, desc="preparing the grains") as progress:
+        while good < 2 and sim.step_count < limit:
+            sim.run(min(CHECK_EVERY, limit - sim.step_count))
+            m = sim.measure()
+            progress.callback(sim, m)
+            ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
+                  and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
+            good = good + 1 if ok else 0
     settled = good >= 2
     restore_friction(sim, config["material"]["mu"], materials)
     for k in range(3):
