@@ -671,6 +671,9 @@ class HertzRows:
         self.store.ensure_free(len(self.hkey) + len(self.wfs))
 
     def ensure_pairs(self, bodies, cell, periodic, skin):
+        # the rows first grow to the capacity of bodies.pairs (a caller may have grown it): the
+        # rebuild writes a row per listed pair
+        self._grow(bodies)
         st = self.store
         while not rebuild_rows(bodies.pos, bodies.radius, cell, periodic, skin, bodies.pairs, bodies.pos_build,
                                bodies.gctl, self.hctl, self.hkey, self.pfs, self.pist, self.pcq, self.prow, self.hacc,
