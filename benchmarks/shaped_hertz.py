@@ -29,6 +29,10 @@ Cases (each against an independent reference):
   equilibrium by symmetry, so the affine compression is its quasi-static path; fixed fabric), p from
   the engine's pair forces; the fitted exponent of K ~ p^n over a decade of p: 1/3 for Hertz, and the
   area law's departing from it.
+- random_packing_bulk_exponent_*: K = dp/d(eps_v) of a random packing of ellipsoids (125 in the full
+  form, 64 quick) compacted by the cell's servo to each p of a decade, from a small isotropic
+  compression between two states at rest; the fitted exponent of K ~ p^n: 1/3 for Hertz within
+  TOL_PACKING_EXPONENT, and the area law's departing from it.
 cost_ratio_vs_area: CPU time per contact-step of the curvature law (jaeger, energy bookkeeping off)
 over the area law's on benchmarks/lsdem.py's lattice (n_side^3 ellipsoids (1, 0.8, 0.6), 300 nodes,
 2 % overlaps; 216 grains in the full form) in a periodic cell, where its contacts stay in place: the
@@ -539,7 +543,6 @@ def bulk_modulus_case(cfg):
     three neighbour pairs of N s_k / (3 V_cell), each N from the engine's force evaluation for the
     pair at the lattice spacing s_k (1 - eps); K by central differences in eps."""
     axes = np.array(AXES_LATTICE)
-    out = {}
     fits = {}
     # strains giving a decade of p for each law (p ~ eps^(3/2) Hertz, eps^2 area); the area law needs
     # overlaps that hold many nodes (its force is a node sum), hence its larger strains and node count
@@ -555,20 +558,32 @@ def bulk_modulus_case(cfg):
                 ps.append(p / (3.0 * np.prod(s)))
             K = (ps[2] - ps[0]) / (3.0 * 0.1 * eps)
             rows.append({"strain": float(eps), "p": ps[1], "K": K})
-        lp = np.log([r["p"] for r in rows])
-        lk = np.log([r["K"] for r in rows])
-        n, _ = np.polyfit(lp, lk, 1)
-        fits[law] = {"exponent": float(n), "p_range": float(np.exp(lp.max() - lp.min())), "rows": rows}
-    out["bulk_modulus_exponent_hertz_curvature"] = _case(
-        abs(fits["hertz_curvature"]["exponent"] - 1.0 / 3.0), 0.02,
-        "K ~ p^(1/3) of Hertz contacts at fixed fabric (simple cubic lattice of aligned ellipsoids (1, 0.8, 0.6), "
-        "affine compression = the equilibrium path); |fitted exponent - 1/3| over a decade of p", **fits["hertz_curvature"])
+        fits[law] = exponent_fit(rows)
     # the area law's force grows as the overlapped volume (delta^2): K ~ p^(1/2), not 1/3
-    out["bulk_modulus_exponent_area_not_hertz"] = _case(
-        max(0.0, 0.1 - abs(fits["area"]["exponent"] - 1.0 / 3.0)), 0.0,
-        "the area law on the same lattice departs from p^(1/3) by more than 0.1 in the exponent (error = "
-        "shortfall of that departure)", **fits["area"])
-    return out
+    return exponent_cases("bulk_modulus_exponent", fits, 0.02,
+                          "Hertz contacts at fixed fabric: simple cubic lattice of aligned ellipsoids (1, 0.8, 0.6), "
+                          "affine compression = the equilibrium path")
+
+
+def exponent_fit(rows, **extra):
+    """The exponent n of K ~ p^n fitted (least squares in logs) to rows of {"p", "K"}."""
+    lp = np.log([r["p"] for r in rows])
+    lk = np.log([r["K"] for r in rows])
+    n, _ = np.polyfit(lp, lk, 1)
+    return {"exponent": float(n), "p_range": float(np.exp(lp.max() - lp.min())), "rows": rows, **extra}
+
+
+def exponent_cases(prefix, fits, tolerance, what):
+    """The two cases of a bulk-modulus exponent: the Hertz curvature law's n against 1/3, and the area
+    law's n departing from 1/3 by more than 0.1 (error: the shortfall of that departure)."""
+    return {
+        f"{prefix}_hertz_curvature": _case(
+            abs(fits["hertz_curvature"]["exponent"] - 1.0 / 3.0), tolerance,
+            f"K ~ p^(1/3) of {what}; |fitted exponent - 1/3| over a decade of p", **fits["hertz_curvature"]),
+        f"{prefix}_area_not_hertz": _case(
+            max(0.0, 0.1 - abs(fits["area"]["exponent"] - 1.0 / 3.0)), 0.0,
+            "the area law in the same test departs from p^(1/3) by more than 0.1 in the exponent (error = "
+            "shortfall of that departure)", **fits["area"])}
 
 
 def packing_config(law, n, nodes, pressure, seed):
@@ -645,22 +660,11 @@ def random_packing_bulk_case(cfg):
                          "dp_over_p": float(dp / p), "settled": bool(settled),
                          "unbalanced_force_ratio": float(m1["unbalanced_force_ratio"]),
                          "coordination": float(m1["coordination"]), "void_ratio": float(m1["void_ratio"])})
-        lp = np.log([r["p"] for r in rows])
-        lk = np.log([r["K"] for r in rows])
-        n_fit, _ = np.polyfit(lp, lk, 1)
-        fits[law] = {"exponent": float(n_fit), "p_range": float(np.exp(lp.max() - lp.min())), "rows": rows,
-                     "grains": cfg["pack_n"], "nodes_per_grain": cfg["pack_nodes"], "steps": int(steps)}
-    out = {}
-    out["random_packing_bulk_exponent_hertz_curvature"] = _case(
-        abs(fits["hertz_curvature"]["exponent"] - 1.0 / 3.0), TOL_PACKING_EXPONENT,
-        "K ~ p^(1/3) of Hertz contacts (O'Hern et al. 2003: B ~ p^((a-2)/(a-1)) for contact energy ~ delta^a, "
-        "a = 5/2); random packing of ellipsoids (1, 0.8, 0.6), servo to each p, small isotropic increment; "
-        "|fitted exponent - 1/3| over a decade of p", **fits["hertz_curvature"])
-    out["random_packing_bulk_exponent_area_not_hertz"] = _case(
-        max(0.0, 0.1 - abs(fits["area"]["exponent"] - 1.0 / 3.0)), 0.0,
-        "the area law on the same packing procedure departs from p^(1/3) by more than 0.1 in the exponent "
-        "(error = shortfall of that departure)", **fits["area"])
-    return out
+        fits[law] = exponent_fit(rows, grains=cfg["pack_n"], nodes_per_grain=cfg["pack_nodes"], steps=int(steps))
+    return exponent_cases("random_packing_bulk_exponent", fits, TOL_PACKING_EXPONENT,
+                          "Hertz contacts (O'Hern et al. 2003: B ~ p^((a-2)/(a-1)) for a contact energy ~ delta^a, "
+                          "a = 5/2): random packing of ellipsoids (1, 0.8, 0.6), the servo to each p, a small "
+                          "isotropic increment")
 
 
 def periodic_lattice(template, n_side, law, axes):
@@ -705,6 +709,7 @@ def lattice_cost_ratio(cfg):
         hz.run(cfg["cost_steps"])
         th.append(time.process_time() - t)
     n_hz = hz.measure()["n_contacts"]
+    rows = _hertz_row_kinds(hz)
     n_lattice = 3 * n_side ** 3  # the periodic lattice's neighbour pairs, all overlapping
     per_h = statistics.median(th) / (cfg["cost_steps"] * n_lattice)
     per_a = statistics.median(ta) / (cfg["cost_steps"] * n_lattice)
@@ -713,11 +718,25 @@ def lattice_cost_ratio(cfg):
         "lattice_contacts": n_lattice, "touching_pairs_hertz": int(n_hz),
         "touching_pairs_area_by_nodes": _touching_pairs_area(area),
         "hertz_s_per_contact_step": per_h, "area_s_per_contact_step": per_a,
-        "hertz_block_s": statistics.median(th), "area_block_s": statistics.median(ta),
+        "hertz_block_s": statistics.median(th), "area_block_s": statistics.median(ta), "hertz_rows": rows,
         "method": "same lattice, both laws in one process, timed blocks interleaved, median CPU time per block "
                   "over (steps x the lattice's contacts); the area law's nodes miss the shallowest contacts "
                   "(touching_pairs_area_by_nodes) but its pass still visits them; the machine was shared with "
                   "other jobs (the ratio, not the absolute times, is the figure)"}
+
+
+def _hertz_row_kinds(sim):
+    """How the pair rows of a hertz_curvature run found their geometry at the last step: Newton from
+    the last point (touching or not), apart by the clearance kept from a node search, or neither
+    (a node search, or bounding spheres apart)."""
+    from graindem.bodies.levelset_hertz import H_GAP, H_WARM
+
+    h = sim.grains.hertz
+    row = h.prow[:int(h.hctl[0])]
+    warm = row[:, H_WARM] == 1.0
+    kept = ~warm & (row[:, H_GAP] > 0.0)
+    return {"listed": int(len(row)), "newton_from_last_point": int(warm.sum()), "apart_by_kept_clearance":
+            int(kept.sum()), "other": int((~warm & ~kept).sum())}
 
 
 def _touching_pairs_area(sim):

@@ -154,6 +154,26 @@ def packing_key(config):
     return keep
 
 
+def compress_to(sim, pressure, max_steps):
+    """Drive the three axes of the periodic cell by the stress servo towards `pressure` until the
+    pressure is within PRESSURE_TOLERANCE of it and the mean net force per grain below
+    UNBALANCED_TOLERANCE of the mean contact force at two checks in a row, or for max_steps steps;
+    returns (settled, the last measure()). The servo stays on."""
+    rate = STRAIN_PER_STEP / sim.dt
+    for k in range(3):
+        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
+    good = 0
+    end = sim.step_count + max_steps
+    m = sim.measure()
+    while good < 2 and sim.step_count < end:
+        sim.run(min(CHECK_EVERY, end - sim.step_count))
+        m = sim.measure()
+        ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
+              and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
+        good = good + 1 if ok else 0
+    return good >= 2, m
+
+
 def prepared_grains(config, cache=None, announce=None):
     """The scenario's grains compressed isotropically to the confining stress (module docstring),
     loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared and saved there."""
@@ -172,19 +192,8 @@ def prepared_grains(config, cache=None, announce=None):
                  f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
                  f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
     sim.set_local_damping(PREPARATION_DAMPING)
-    rate = STRAIN_PER_STEP / sim.dt
-    for k in range(3):
-        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
-    good = 0
     limit = config["grains"]["preparation_steps"]
-    m = sim.measure()
-    while good < 2 and sim.step_count < limit:
-        sim.run(min(CHECK_EVERY, limit - sim.step_count))
-        m = sim.measure()
-        ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
-              and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
-        good = good + 1 if ok else 0
-    settled = good >= 2
+    settled, m = compress_to(sim, pressure, limit)
     restore_friction(sim, config["material"]["mu"], materials)
     for k in range(3):
         sim.control_axis(k, strain_rate=0.0)
