@@ -616,8 +616,9 @@ def random_packing_bulk_case(cfg):
     (scenarios.levelset_biaxial: grains on a loose lattice with random orientations, compressed
     frictionless by the cell's servo to the lowest p), then friction mu = 0.3 and the servo to each
     higher p in turn (the fabric evolves with p, as in a real packing). At each p: the state at rest
-    (cell held, local damping), then the servo to 1.1 p and again at rest; K = dp / d(eps_v) between
-    the two rested states (measured pressures and volumes, eps_v = ln(V_a / V_b)), at their mean p.
+    (cell held, local damping), then the servo to 1.1 p and again at rest, K_loading = dp / d(eps_v) between
+    the two rested states (measured pressures and volumes, eps_v = ln(V_a / V_b)); then back to p and
+    at rest: K is the unloading branch's (loading slides contacts; unloading is elastic), at its mean p.
     The exponent n of K ~ p^n: 1/3 for Hertz contacts; the area law's force grows as its overlapped
     volume (K ~ p^(1/2) when the overlaps hold many nodes, nearer linear springs when they hold few)."""
     from graindem.engine.prepare import restore_friction
@@ -633,22 +634,26 @@ def random_packing_bulk_case(cfg):
         compress_to(sim, pressures[0], cfg["pack_prep_steps"])
         restore_friction(sim, config["material"]["mu"], materials)
         rows = []
-        for p in pressures:
-            settled_a, _ = compress_to(sim, p, cfg["pack_servo_steps"])
+        for k, p in enumerate(pressures):
+            settled = [compress_to(sim, p, cfg["pack_prep_steps" if k == 0 else "pack_servo_steps"])[0]]
             ma, va = rested(sim, cfg["pack_relax"])
-            settled_b, _ = compress_to(sim, 1.1 * p, cfg["pack_servo_steps"])
+            settled.append(compress_to(sim, 1.1 * p, cfg["pack_servo_steps"])[0])
             mb, vb = rested(sim, cfg["pack_relax"])
-            de = math.log(va / vb)
-            rows.append({"p": 0.5 * (ma["pressure"] + mb["pressure"]), "K": (mb["pressure"] - ma["pressure"]) / de,
-                         "d_eps_v": de, "settled": bool(settled_a and settled_b),
-                         "unbalanced_force_ratio": max(ma["unbalanced_force_ratio"], mb["unbalanced_force_ratio"]),
-                         "coordination": mb["coordination"], "void_ratio": mb["void_ratio"]})
+            settled.append(compress_to(sim, p, cfg["pack_servo_steps"])[0])
+            mc, vc = rested(sim, cfg["pack_relax"])
+            # loading slides some contacts; the unloading branch is the elastic one
+            rows.append({"p": 0.5 * (mb["pressure"] + mc["pressure"]),
+                         "K": (mb["pressure"] - mc["pressure"]) / math.log(vc / vb),
+                         "K_loading": (mb["pressure"] - ma["pressure"]) / math.log(va / vb),
+                         "d_eps_v": math.log(vc / vb), "settled": all(settled),
+                         "unbalanced_force_ratio": max(m["unbalanced_force_ratio"] for m in (ma, mb, mc)),
+                         "coordination": mc["coordination"], "void_ratio": mc["void_ratio"]})
         fits[law] = exponent_fit(rows, grains=cfg["pack_n"], nodes_per_grain=cfg["pack_nodes"],
                                  steps=int(sim.step_count))
     return exponent_cases("random_packing_bulk_exponent", fits, TOL_PACKING_EXPONENT,
                           "Hertz contacts (O'Hern et al. 2003: B ~ p^((a-2)/(a-1)) for a contact energy ~ delta^a, "
                           "a = 5/2): random packing of ellipsoids (1, 0.8, 0.6), the servo to each p, a 10 % "
-                          "isotropic pressure increment between states at rest")
+                          "isotropic pressure increment and its unloading between states at rest")
 
 
 def periodic_lattice(template, n_side, law, axes):
