@@ -566,7 +566,10 @@ def bulk_modulus_case(cfg):
 
 
 def exponent_fit(rows, **extra):
-    """The exponent n of K ~ p^n fitted (least squares in logs) to rows of {"p", "K"}."""
+    """The exponent n of K ~ p^n fitted (least squares in logs) to rows of {"p", "K"} (NaN if a K is not
+    positive: a failed measurement, which the cases then report as an infinite error)."""
+    if not all(r["K"] > 0.0 and r["p"] > 0.0 for r in rows):
+        return {"exponent": math.nan, "p_range": math.nan, "rows": rows, **extra}
     lp = np.log([r["p"] for r in rows])
     lk = np.log([r["K"] for r in rows])
     n, _ = np.polyfit(lp, lk, 1)
@@ -576,12 +579,14 @@ def exponent_fit(rows, **extra):
 def exponent_cases(prefix, fits, tolerance, what):
     """The two cases of a bulk-modulus exponent: the Hertz curvature law's n against 1/3, and the area
     law's n departing from 1/3 by more than 0.1 (error: the shortfall of that departure)."""
+    n_h = fits["hertz_curvature"]["exponent"]
+    n_a = fits["area"]["exponent"]
     return {
         f"{prefix}_hertz_curvature": _case(
-            abs(fits["hertz_curvature"]["exponent"] - 1.0 / 3.0), tolerance,
+            abs(n_h - 1.0 / 3.0) if math.isfinite(n_h) else math.inf, tolerance,
             f"K ~ p^(1/3) of {what}; |fitted exponent - 1/3| over a decade of p", **fits["hertz_curvature"]),
         f"{prefix}_area_not_hertz": _case(
-            max(0.0, 0.1 - abs(fits["area"]["exponent"] - 1.0 / 3.0)), 0.0,
+            max(0.0, 0.1 - abs(n_a - 1.0 / 3.0)) if math.isfinite(n_a) else math.inf, 0.0,
             "the area law in the same test departs from p^(1/3) by more than 0.1 in the exponent (error = "
             "shortfall of that departure)", **fits["area"])}
 
