@@ -29,6 +29,10 @@ Cases (each against an independent reference):
   equilibrium by symmetry, so the affine compression is its quasi-static path; fixed fabric), p from
   the engine's pair forces; the fitted exponent of K ~ p^n over a decade of p: 1/3 for Hertz, and the
   area law's departing from it.
+- random_packing_bulk_exponent_*: K = dp/d(eps_v) of a random packing of ellipsoids (125 in the full
+  form, 100 quick) compacted by the cell's servo to each p of a decade, from a 10 % isotropic
+  pressure increment between two states at rest; the fitted exponent of K ~ p^n: 1/3 for Hertz within
+  TOL_PACKING_EXPONENT, and the area law's departing from it.
 cost_ratio_vs_area: CPU time per contact-step of the curvature law (jaeger, energy bookkeeping off)
 over the area law's on benchmarks/lsdem.py's lattice (n_side^3 ellipsoids (1, 0.8, 0.6), 300 nodes,
 2 % overlaps; 216 grains in the full form) in a periodic cell, where its contacts stay in place: the
@@ -72,15 +76,20 @@ R = 1e-3
 
 FULL = dict(sphere_steps=300, sphere_cells=(6, 12, 24), ell_cells=12, deltas=(1e-3, 3e-3, 1e-2), ratios=(1.0, 2.0, 4.0),
             reps=4000, rounds=7, impact_psi1=(0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0), impact_spc=200, bulk_points=5,
-            bulk_area_nodes=4000, cost_side=6, cost_steps=50, cost_rounds=5)
+            bulk_area_nodes=4000, cost_side=6, cost_steps=50, cost_rounds=5, pack_n=125, pack_nodes=100,
+            pack_points=4, pack_prep_steps=20000, pack_servo_steps=4000, pack_relax=500)
 QUICK = dict(sphere_steps=120, sphere_cells=(12,), ell_cells=12, deltas=(1e-3, 1e-2), ratios=(1.0, 2.0, 4.0), reps=1000,
              rounds=3, impact_psi1=(1.0, 4.0), impact_spc=100, bulk_points=3, bulk_area_nodes=2000, cost_side=5,
-             cost_steps=20, cost_rounds=3)
+             cost_steps=20, cost_rounds=3, pack_n=100, pack_nodes=60, pack_points=3, pack_prep_steps=15000,
+             pack_servo_steps=3000, pack_relax=300)
 # psi2 of the level-set sphere with jaeger against Maw et al.: the sphere engine's bound is 3e-3
 # (benchmarks/impact_suite.py); the level set adds its surface's error (a spline through a grid of
 # h = R/12) and its grid-computed inertia (in chi, which the reference takes)
 TOL_IMPACT_JAEGER = 5e-3
 AXES_LATTICE = (1.0, 0.8, 0.6)
+# the exponent of K ~ p^n of a random packing: its fabric (coordination) changes with p and each K is
+# a finite difference on a packing of a hundred grains, so the fit carries more noise than the lattice's
+TOL_PACKING_EXPONENT = 0.05
 
 
 def _case(error, tolerance, reference, **extra):
@@ -534,7 +543,6 @@ def bulk_modulus_case(cfg):
     three neighbour pairs of N s_k / (3 V_cell), each N from the engine's force evaluation for the
     pair at the lattice spacing s_k (1 - eps); K by central differences in eps."""
     axes = np.array(AXES_LATTICE)
-    out = {}
     fits = {}
     # strains giving a decade of p for each law (p ~ eps^(3/2) Hertz, eps^2 area); the area law needs
     # overlaps that hold many nodes (its force is a node sum), hence its larger strains and node count
@@ -550,20 +558,107 @@ def bulk_modulus_case(cfg):
                 ps.append(p / (3.0 * np.prod(s)))
             K = (ps[2] - ps[0]) / (3.0 * 0.1 * eps)
             rows.append({"strain": float(eps), "p": ps[1], "K": K})
-        lp = np.log([r["p"] for r in rows])
-        lk = np.log([r["K"] for r in rows])
-        n, _ = np.polyfit(lp, lk, 1)
-        fits[law] = {"exponent": float(n), "p_range": float(np.exp(lp.max() - lp.min())), "rows": rows}
-    out["bulk_modulus_exponent_hertz_curvature"] = _case(
-        abs(fits["hertz_curvature"]["exponent"] - 1.0 / 3.0), 0.02,
-        "K ~ p^(1/3) of Hertz contacts at fixed fabric (simple cubic lattice of aligned ellipsoids (1, 0.8, 0.6), "
-        "affine compression = the equilibrium path); |fitted exponent - 1/3| over a decade of p", **fits["hertz_curvature"])
+        fits[law] = exponent_fit(rows)
     # the area law's force grows as the overlapped volume (delta^2): K ~ p^(1/2), not 1/3
-    out["bulk_modulus_exponent_area_not_hertz"] = _case(
-        max(0.0, 0.1 - abs(fits["area"]["exponent"] - 1.0 / 3.0)), 0.0,
-        "the area law on the same lattice departs from p^(1/3) by more than 0.1 in the exponent (error = "
-        "shortfall of that departure)", **fits["area"])
-    return out
+    return exponent_cases("bulk_modulus_exponent", fits, 0.02,
+                          "Hertz contacts at fixed fabric: simple cubic lattice of aligned ellipsoids (1, 0.8, 0.6), "
+                          "affine compression = the equilibrium path")
+
+
+def exponent_fit(rows, **extra):
+    """The exponent n of K ~ p^n fitted (least squares in logs) to rows of {"p", "K"} (NaN if a K is not
+    positive: a failed measurement, which the cases then report as an infinite error)."""
+    if not all(r["K"] > 0.0 and r["p"] > 0.0 for r in rows):
+        return {"exponent": math.nan, "p_range": math.nan, "rows": rows, **extra}
+    lp = np.log([r["p"] for r in rows])
+    lk = np.log([r["K"] for r in rows])
+    n, _ = np.polyfit(lp, lk, 1)
+    return {"exponent": float(n), "p_range": float(np.exp(lp.max() - lp.min())), "rows": rows, **extra}
+
+
+def exponent_cases(prefix, fits, tolerance, what):
+    """The two cases of a bulk-modulus exponent: the Hertz curvature law's n against 1/3, and the area
+    law's n departing from 1/3 by more than 0.1 (error: the shortfall of that departure)."""
+    n_h = fits["hertz_curvature"]["exponent"]
+    n_a = fits["area"]["exponent"]
+    return {
+        f"{prefix}_hertz_curvature": _case(
+            abs(n_h - 1.0 / 3.0) if math.isfinite(n_h) else math.inf, tolerance,
+            f"K ~ p^(1/3) of {what}; |fitted exponent - 1/3| over a decade of p", **fits["hertz_curvature"]),
+        f"{prefix}_area_not_hertz": _case(
+            max(0.0, 0.1 - abs(n_a - 1.0 / 3.0)) if math.isfinite(n_a) else math.inf, 0.0,
+            "the area law in the same test departs from p^(1/3) by more than 0.1 in the exponent (error = "
+            "shortfall of that departure)", **fits["area"])}
+
+
+def packing_config(law, n, nodes, pressure, seed):
+    """The scenario of a random packing of n ellipsoids (1, 0.8, 0.6) of size 1 mm (a levelset
+    `graindem run` file's keys), with contact.shape_law = `law`; the area law's stiffness is its
+    default at `pressure` (a contact carrying p d^2 penetrates 0.5 % of d)."""
+    from graindem.io.scenario import validate_scenario
+
+    return validate_scenario({
+        "simulation": {"seed": seed, "dt_fraction": 0.3},
+        "material": {"E": 70e9, "nu": 0.25, "density": 2650.0, "mu": 0.3},
+        "particles": {"kind": "levelset", "n": n, "radius_mean": 1e-3, "radius_spread": 0.1},
+        "grains": {"nodes": nodes, "grid_cells": 4, "size_classes": 1, "damping_ratio": 0.3},
+        "contact": {"shape_law": law, "law": "jaeger"},
+        "loading": {"confining_stress": pressure, "preparation_mu": 0.0}})
+
+
+def rested(sim, relax):
+    """Hold the periodic cell (servo off) for `relax` steps with the local damping on; the state's
+    measure() and cell volume."""
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    sim.run(relax)
+    return sim.measure(), sim.volume
+
+
+def random_packing_bulk_case(cfg):
+    """K = dp/d(eps_v) of a random packing of ellipsoids under isotropic pressure p, over a decade of
+    p, for the Hertz curvature law and the area law. The packing: the scenario's preparation
+    (scenarios.levelset_biaxial: grains on a loose lattice with random orientations, compressed
+    frictionless by the cell's servo to the lowest p), then friction mu = 0.3 and the servo to each
+    higher p in turn (the fabric evolves with p, as in a real packing). At each p: the state at rest
+    (cell held, local damping), then the servo to 1.1 p and again at rest, K_loading = dp / d(eps_v) between
+    the two rested states (measured pressures and volumes, eps_v = ln(V_a / V_b)); then back to p and
+    at rest: K is the unloading branch's (loading slides contacts; unloading is elastic), at its mean p.
+    The exponent n of K ~ p^n: 1/3 for Hertz contacts; the area law's force grows as its overlapped
+    volume (K ~ p^(1/2) when the overlaps hold many nodes, nearer linear springs when they hold few)."""
+    from graindem.engine.prepare import restore_friction
+    from graindem.scenarios.levelset_biaxial import build_assembly, compress_to
+
+    pressures = np.geomspace(1e5, 1e6, cfg["pack_points"])
+    fits = {}
+    for law in ("hertz_curvature", "area"):
+        config = packing_config(law, cfg["pack_n"], cfg["pack_nodes"], pressures[0], seed=4)
+        sim, materials = build_assembly(config, 0.0)
+        sim.setup()
+        sim.set_local_damping(0.7)
+        compress_to(sim, pressures[0], cfg["pack_prep_steps"])
+        restore_friction(sim, config["material"]["mu"], materials)
+        rows = []
+        for k, p in enumerate(pressures):
+            settled = [compress_to(sim, p, cfg["pack_prep_steps" if k == 0 else "pack_servo_steps"])[0]]
+            ma, va = rested(sim, cfg["pack_relax"])
+            settled.append(compress_to(sim, 1.1 * p, cfg["pack_servo_steps"])[0])
+            mb, vb = rested(sim, cfg["pack_relax"])
+            settled.append(compress_to(sim, p, cfg["pack_servo_steps"])[0])
+            mc, vc = rested(sim, cfg["pack_relax"])
+            # loading slides some contacts; the unloading branch is the elastic one
+            rows.append({"p": 0.5 * (mb["pressure"] + mc["pressure"]),
+                         "K": (mb["pressure"] - mc["pressure"]) / math.log(vc / vb),
+                         "K_loading": (mb["pressure"] - ma["pressure"]) / math.log(va / vb),
+                         "d_eps_v": math.log(vc / vb), "settled": all(settled),
+                         "unbalanced_force_ratio": max(m["unbalanced_force_ratio"] for m in (ma, mb, mc)),
+                         "coordination": mc["coordination"], "void_ratio": mc["void_ratio"]})
+        fits[law] = exponent_fit(rows, grains=cfg["pack_n"], nodes_per_grain=cfg["pack_nodes"],
+                                 steps=int(sim.step_count))
+    return exponent_cases("random_packing_bulk_exponent", fits, TOL_PACKING_EXPONENT,
+                          "Hertz contacts (O'Hern et al. 2003: B ~ p^((a-2)/(a-1)) for a contact energy ~ delta^a, "
+                          "a = 5/2): random packing of ellipsoids (1, 0.8, 0.6), the servo to each p, a 10 % "
+                          "isotropic pressure increment and its unloading between states at rest")
 
 
 def periodic_lattice(template, n_side, law, axes):
@@ -608,6 +703,7 @@ def lattice_cost_ratio(cfg):
         hz.run(cfg["cost_steps"])
         th.append(time.process_time() - t)
     n_hz = hz.measure()["n_contacts"]
+    rows = _hertz_row_kinds(hz)
     n_lattice = 3 * n_side ** 3  # the periodic lattice's neighbour pairs, all overlapping
     per_h = statistics.median(th) / (cfg["cost_steps"] * n_lattice)
     per_a = statistics.median(ta) / (cfg["cost_steps"] * n_lattice)
@@ -616,11 +712,25 @@ def lattice_cost_ratio(cfg):
         "lattice_contacts": n_lattice, "touching_pairs_hertz": int(n_hz),
         "touching_pairs_area_by_nodes": _touching_pairs_area(area),
         "hertz_s_per_contact_step": per_h, "area_s_per_contact_step": per_a,
-        "hertz_block_s": statistics.median(th), "area_block_s": statistics.median(ta),
+        "hertz_block_s": statistics.median(th), "area_block_s": statistics.median(ta), "hertz_rows": rows,
         "method": "same lattice, both laws in one process, timed blocks interleaved, median CPU time per block "
                   "over (steps x the lattice's contacts); the area law's nodes miss the shallowest contacts "
                   "(touching_pairs_area_by_nodes) but its pass still visits them; the machine was shared with "
                   "other jobs (the ratio, not the absolute times, is the figure)"}
+
+
+def _hertz_row_kinds(sim):
+    """How the pair rows of a hertz_curvature run found their geometry at the last step: Newton from
+    the last point (touching or not), apart by the clearance kept from a node search, or neither
+    (a node search, or bounding spheres apart)."""
+    from graindem.bodies.levelset_hertz import H_GAP, H_WARM
+
+    h = sim.grains.hertz
+    row = h.prow[:int(h.hctl[0])]
+    warm = row[:, H_WARM] == 1.0
+    kept = ~warm & (row[:, H_GAP] > 0.0)
+    return {"listed": int(len(row)), "newton_from_last_point": int(warm.sum()), "apart_by_kept_clearance":
+            int(kept.sum()), "other": int((~warm & ~kept).sum())}
 
 
 def _touching_pairs_area(sim):
@@ -641,7 +751,7 @@ def _touching_pairs_area(sim):
 # ---------------------------------------------------------------- main
 
 
-def run(quick=False):
+def run(quick=False, random_packing=False):
     cfg = dict(QUICK if quick else FULL)
     cases = {}
     cases.update(curvature_cases(cfg["sphere_cells"] if not quick else (12,)))
@@ -652,6 +762,8 @@ def run(quick=False):
     cases.update(objectivity_case())
     cases.update(impact_cases(cfg))
     cases.update(bulk_modulus_case(cfg))
+    if random_packing:
+        cases.update(random_packing_bulk_case(cfg))
     pair_ratio, pair_cost = cost_case(cfg)
     ratio, cost = lattice_cost_ratio(cfg)
     cost["single_pair_microbenchmark"] = dict(pair_cost, ratio=pair_ratio)
@@ -663,9 +775,11 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
     p.add_argument("--quick", action="store_true", help="reduced sizes (the form tests use)")
+    p.add_argument("--random-packing", action="store_true",
+                   help="add the random packing's bulk modulus cases (random_packing_bulk_exponent_*)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    result = run(args.quick)
+    result = run(args.quick, args.random_packing)
     result["machine"] = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()}
     result["wall_time_s"] = time.perf_counter() - t0
     for name, c in result["cases"].items():

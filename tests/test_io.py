@@ -361,7 +361,8 @@ def test_documented_example_loads_and_docs_tables_match_schema(tmp_path):
     cfg = scenario.load_scenario(path)
     # the example switches rolling and twisting resistance on; their optional keys take their defaults
     assert cfg["contact"] == {"law": "jaeger", "xi": 0.1, "rolling_friction": 0.1, "rolling_damping": 0.0,
-                              "rolling_stiffness": None, "twisting": True, "twisting_damping": 0.0}
+                              "rolling_stiffness": None, "twisting": True, "twisting_damping": 0.0,
+                              "shape_law": "area", "shape_radius_rule": "elliptic", "shape_curvature_limit": 10.0}
     assert cfg["material"]["E"] == 70e9 and isinstance(cfg["material"]["E"], float)
     assert cfg["simulation"]["dt"] is None and cfg["simulation"]["dt_fraction"] == 0.2
     assert cfg["particles"]["file"] is None and cfg["boundary"]["box"] is None

@@ -55,9 +55,19 @@ def _grain_arrays(path):
     return {k: v for k, v in arrays.items() if k.startswith("grain_") or k in ("cell", "ctl", "acc", "walls")}, meta
 
 
-def test_restart_of_a_grain_run_in_a_new_process_continues_bit_for_bit(tmp_path):
+HERTZ = """
+[contact]
+shape_law = "hertz_curvature"
+law = "jaeger"
+shape_radius_rule = "elliptic"
+shape_curvature_limit = 5.0
+"""
+
+
+@pytest.mark.parametrize("contact", ["", HERTZ], ids=["area", "hertz_curvature"])
+def test_restart_of_a_grain_run_in_a_new_process_continues_bit_for_bit(tmp_path, contact):
     scenario = tmp_path / "tiny.toml"
-    scenario.write_text(TINY)
+    scenario.write_text(TINY + contact)
     config = load_scenario(scenario)
     whole = run_scenario(config, tmp_path / "whole", steps=40, quiet=True)
     assert whole["kinds"] == {"levelset": 64} and whole["n_particles"] == 64
@@ -75,6 +85,12 @@ def test_restart_of_a_grain_run_in_a_new_process_continues_bit_for_bit(tmp_path)
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     assert int(a["grain_gctl"][0]) == int(meta_a["extra"]["biaxial"]["start_step"]) + 40
+    # the law the scenario asked for is the one that ran (its rows are in the checkpoint)
+    assert ("grain_hertz_pfs" in a) == bool(contact)
+    if contact:
+        assert meta_a["grain_contact"]["law"] == "hertz_curvature"
+        assert meta_a["grain_contact"]["curvature_limit"] == 5.0 and meta_a["grain_contact"]["tangential"] == "jaeger"
+        assert np.count_nonzero(a["grain_hertz_pfs"][:, 0] > 0.0) > 0  # touching rows
     # the run has contacts and the servo holds the lateral stress near its target
     summary = json.loads((tmp_path / "more" / "summary.json").read_text())
     assert summary["kinds"] == {"levelset": 64} and summary["steps_per_s"] > 0
@@ -112,6 +128,10 @@ def test_the_example_file_meets_its_contract_and_runs_in_a_short_form(tmp_path):
     ({"grains": {"shapes": ["ellipsoid", "superquadric"], "fractions": [1.0]}}, "grains.fractions must give one"),
     ({"grains": {"nodes": 5}}, "grains.nodes must be"),
     ({"particles": {"kind": "sphere"}, "grains": {"nodes": 300, "law": "node"}}, None),
+    ({"contact": {"shape_law": "hertz"}}, "contact.shape_law must be one of 'area', 'hertz_curvature'"),
+    ({"contact": {"shape_law": "hertz_curvature", "shape_radius_rule": "max"}}, "contact.shape_radius_rule must be one of"),
+    ({"contact": {"shape_law": "hertz_curvature", "shape_curvature_limit": 0.0}},
+     "contact.shape_curvature_limit must be a number > 0 and <= 1000"),
 ])
 def test_grain_scenario_keys_are_checked(change, message):
     data = {"particles": {"kind": "levelset", "n": 64}}
@@ -122,6 +142,23 @@ def test_grain_scenario_keys_are_checked(change, message):
         return
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         validate_scenario(data)
+
+
+@pytest.mark.parametrize("contact, grains, key", [
+    ({"shape_law": "hertz_curvature"}, {"stiffness": 1e9}, "grains.stiffness"),
+    ({"shape_law": "hertz_curvature"}, {"law": "node"}, "grains.law"),
+    ({"shape_curvature_limit": 3.0}, {}, "contact.shape_curvature_limit"),
+    ({"shape_law": "area", "law": "mindlin"}, {}, "contact.law"),
+])
+def test_grain_contact_keys_of_the_other_law_are_refused(contact, grains, key):
+    from graindem.io.scenario import refuse_unused_keys
+
+    config = validate_scenario({"particles": {"kind": "levelset", "n": 64}, "contact": contact, "grains": grains})
+    with pytest.raises(ValueError, match=key.replace(".", r"\.") + ".* has no effect"):
+        refuse_unused_keys(config)
+    sphere = validate_scenario({"contact": {"shape_law": "hertz_curvature"}})
+    with pytest.raises(ValueError, match=r"contact\.shape_law .* has no effect"):
+        refuse_unused_keys(sphere)
 
 
 def test_mesh_and_voxel_shapes_are_scaled_to_the_grain_sizes(tmp_path):

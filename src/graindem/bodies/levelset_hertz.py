@@ -79,7 +79,16 @@ H_SCALE = 4   # sqrt(R) of the last step (0: not touching): the row's forces are
 H_R = 5       # effective radius R of the last step
 H_DISS = 6    # frictional dissipation (J)
 H_WORK = 7    # tangential work (J)
-N_HROW = 8
+# a node search that found the grains apart: a lower bound of the clearance of every node of either
+# grain in the other (0: none), and the pose it holds for (the image vector from i to j, both
+# quaternions); see `apart_since_search`
+H_GAP = 8
+H_E = 9
+H_QA = 12
+H_QB = 16
+N_HROW = 20
+# the slack on the motion bound: a spline of a signed distance has |grad phi| within a few per cent of 1
+GAP_LIPSCHITZ = 1.25
 
 # what a call of the run kernels does (run_hertz)
 MODE_RUN = 0
@@ -103,8 +112,55 @@ def template_coef(t_coef, t_coef_off, t_coef_shape, t):
 
 
 @njit
+def quat_chord(row, o, q):
+    """2 sin(theta/2) of the rotation between the quaternion stored at row[o:o + 4] and q: the
+    largest displacement per unit distance from the centre that the rotation gives a point."""
+    d = row[o] * q[0] + row[o + 1] * q[1] + row[o + 2] * q[2] + row[o + 3] * q[3]
+    return 2.0 * math.sqrt(max(0.0, 1.0 - d * d))
+
+
+@njit
+def apart_since_search(row, c, e0, e1, e2, qA, qB, rhoA, rhoB, plane, threshold):
+    """True if no node of either body can have come within `threshold` of the other since the row's
+    last node search found them apart (row[c, H_GAP] > 0), so a search now would find them apart
+    again. A node of A in B's frame is rot_B^T (rot_A n - e): it moves at most |de| + rho_A chord_A +
+    (|e| + rho_A) chord_B, each node's phi by at most that (times the spline's slope); and alike for
+    B's nodes in A. plane: B is a wall (it does not turn; e is then A's centre to B's point)."""
+    if not (row[c, H_GAP] > 0.0):
+        return False
+    de2 = (e0 - row[c, H_E]) ** 2 + (e1 - row[c, H_E + 1]) ** 2 + (e2 - row[c, H_E + 2]) ** 2
+    cA = quat_chord(row[c], H_QA, qA)
+    if plane:
+        move = math.sqrt(de2) + rhoA * cA
+    else:
+        cB = quat_chord(row[c], H_QB, qB)
+        en = math.sqrt(e0 * e0 + e1 * e1 + e2 * e2)
+        move = math.sqrt(de2) + max(rhoA * cA + (en + rhoA) * cB, rhoB * cB + (en + rhoB) * cA)
+    return row[c, H_GAP] - GAP_LIPSCHITZ * move > threshold
+
+
+@njit
+def sphere_clearance(nodes, posO, rotO, posP, reach):
+    """The smallest distance beyond P's bounding sphere (radius `reach`) of the nodes of O that lie
+    outside it (inf if none): a lower bound of their phi_P, which `deepest_node` does not evaluate."""
+    best = np.inf
+    r2 = reach * reach
+    for k in range(nodes.shape[0]):
+        b0 = nodes[k, 0]
+        b1 = nodes[k, 1]
+        b2 = nodes[k, 2]
+        x0 = posO[0] + rotO[0, 0] * b0 + rotO[0, 1] * b1 + rotO[0, 2] * b2 - posP[0]
+        x1 = posO[1] + rotO[1, 0] * b0 + rotO[1, 1] * b1 + rotO[1, 2] * b2 - posP[1]
+        x2 = posO[2] + rotO[2, 0] * b0 + rotO[2, 1] * b1 + rotO[2, 2] * b2 - posP[2]
+        d2 = x0 * x0 + x1 * x1 + x2 * x2
+        if d2 > r2:
+            best = min(best, math.sqrt(d2) - reach)
+    return best
+
+
+@njit
 def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, vA, wA, vB, wB, dt, rule, r_limit,
-                   max_iter, geom, x0):
+                   max_iter, geom, x0, qA, qB):
     """Geometry, frame turn and shift of row c, the contact of grain A and body B (a grain or a
     plane) (far: the bounding spheres are apart, no geometry); the record of the geometry is left in
     `geom`. body_a = (spline coef, coef origin, h, pos, rot, nodes), body_b = (kind, the same).
@@ -123,17 +179,37 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
             SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA, max_iter,
                                 geom)
         if not warm or geom[SG.G_FLAG] != SG.GEOM_NEWTON:
-            best = SG.deepest_node(nodesA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, np.inf, x0, reachB2)
-            if kindB == SG.BODY_LEVELSET:
-                best = SG.deepest_node(nodesB, posB, rotB, SG.BODY_LEVELSET, cA, oA, hA, posA, rotA, 0.0, best, x0,
-                                       reachA2)
+            plane = kindB != SG.BODY_LEVELSET
+            e0 = posB[0] - posA[0]
+            e1 = posB[1] - posA[1]
+            e2 = posB[2] - posA[2]
             # every node more than NEWTON_REACH grid cells outside the other body: apart (the surface
             # between nodes dips far less), and Newton would only wander outside the grids
-            if best <= NEWTON_REACH * hA:
-                SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA,
-                                    max_iter, geom)
-            else:
+            reach = NEWTON_REACH * hA
+            if apart_since_search(row, c, e0, e1, e2, qA, qB, math.sqrt(reachA2), math.sqrt(reachB2), plane, reach):
                 SG.no_geometry(geom)
+            else:
+                best = SG.deepest_node(nodesA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, np.inf, x0, reachB2)
+                if not plane:
+                    best = SG.deepest_node(nodesB, posB, rotB, SG.BODY_LEVELSET, cA, oA, hA, posA, rotA, 0.0, best,
+                                           x0, reachA2)
+                if best <= reach:
+                    row[c, H_GAP] = 0.0
+                    SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA,
+                                        max_iter, geom)
+                else:
+                    gap = best
+                    if not plane:
+                        gap = min(gap, sphere_clearance(nodesA, posA, rotA, posB, math.sqrt(reachB2)),
+                                  sphere_clearance(nodesB, posB, rotB, posA, math.sqrt(reachA2)))
+                    row[c, H_GAP] = gap if math.isfinite(gap) else 0.0
+                    row[c, H_E] = e0
+                    row[c, H_E + 1] = e1
+                    row[c, H_E + 2] = e2
+                    for d in range(4):
+                        row[c, H_QA + d] = qA[d]
+                        row[c, H_QB + d] = qB[d]
+                    SG.no_geometry(geom)
         if geom[SG.G_FLAG] == SG.GEOM_NEWTON:
             row[c, H_WARM] = 1.0
             for d in range(3):
@@ -246,6 +322,7 @@ def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env,
             tj = tmpl[j]
             kindB = SG.BODY_LEVELSET
             rotB = rot[j]
+            qB = quat[j]
             nodesB = t_nodes[t_node_off[tj]:t_node_off[tj + 1]]
             wB = omega[j]
             if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
@@ -274,6 +351,7 @@ def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env,
                 vB[d] = walls[w, 6 + d]
             kindB = SG.BODY_PLANE
             rotB = wall_rot[w]
+            qB = quat[i]  # a wall does not turn (not read)
             nodesB = t_nodes[0:0]
             wB = zero3
             m_eff = mass[i]
@@ -291,7 +369,8 @@ def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env,
                   nodesB)
         go, touching, delta, dsx, dsy, s, vn = row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, radius[i] ** 2,
                                                               reachB2, vel[i], omega[i], vB, wB, dt, rule,
-                                                              curvature_limit * r_ref, max_iter, geom, x0)
+                                                              curvature_limit * r_ref, max_iter, geom, x0, quat[i],
+                                                              qB)
         if not go:
             continue
         if touching and not (delta < deepest):
@@ -671,6 +750,9 @@ class HertzRows:
         self.store.ensure_free(len(self.hkey) + len(self.wfs))
 
     def ensure_pairs(self, bodies, cell, periodic, skin):
+        # the rows first grow to the capacity of bodies.pairs (a caller may have grown it): the
+        # rebuild writes a row per listed pair
+        self._grow(bodies)
         st = self.store
         while not rebuild_rows(bodies.pos, bodies.radius, cell, periodic, skin, bodies.pairs, bodies.pos_build,
                                bodies.gctl, self.hctl, self.hkey, self.pfs, self.pist, self.pcq, self.prow, self.hacc,
@@ -761,6 +843,12 @@ class HertzRows:
 
     @classmethod
     def from_state(cls, bodies, arrays, materials):
+        arrays = dict(arrays)
+        for name in ("grain_hertz_prow", "grain_hertz_wrow"):
+            a = arrays.get(name)
+            if a is not None and a.ndim == 2 and a.shape[1] == H_GAP:
+                # a record without the node search's clearance columns: no clearance kept (the search runs)
+                arrays[name] = np.pad(a, ((0, 0), (0, N_HROW - H_GAP)))
         validate_state(arrays, bodies, len(materials))
         self = cls.__new__(cls)
         for name in cls.STATE:

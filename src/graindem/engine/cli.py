@@ -182,7 +182,10 @@ def run_scenario(config, out, steps=None, quiet=False):
             sim.adapt_dt()
     nsteps = sim_cfg["steps"]  # the test's length (sets the strain rate); `steps` is how far to run now
     run_steps = nsteps if steps is None else int(steps)
-    law = config["grains"]["law"] if levelset else config["contact"]["law"]
+    law = config["contact"]["law"]
+    if levelset:
+        shape_law = config["contact"]["shape_law"]
+        law = config["grains"]["law"] if shape_law == "area" else f"{shape_law} ({law})"
     if load["kind"] == "isotropic":
         summary = {"law": law, "n_particles": sim.n_bodies, "kinds": sim.kinds, "steps": sim.step_count,
                    **{k: v for k, v in sim.measure().items() if k in ("pressure", "void_ratio", "coordination",

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..contact.laws import TANGENTIAL_LAWS
+from ..contact.shape_hertz import RADIUS_RULES
 from ..particles.size_distribution import MAX_LOGNORMAL_SIGMA, MAX_UNIFORM_SPREAD, Sieve
 
 __all__ = ["Key", "REQUIRED", "SCHEMA", "EXCLUSIVE", "CHECKS", "load_scenario", "validate_scenario", "refuse_unused_keys",
@@ -93,6 +94,9 @@ MAX_GENERATED_SPHERES = 10_000_000
 # solid fraction of a prepared dense packing, for the cell size estimate of _check_cell_size
 DENSE_SOLID_FRACTION = 0.64
 
+# contact laws of level-set grains (contact.shape_law)
+SHAPE_LAWS = ("area", "hertz_curvature")
+
 # fmt: off
 SCHEMA = {
     "simulation": {
@@ -133,6 +137,9 @@ SCHEMA = {
         "rolling_stiffness": Key(float, None, "rolling spring stiffness (default: Ai et al.'s 2.25 k_n mu_r^2 R*^2)", "N m/rad", gt=0.0, le=1e12),
         "twisting": Key(bool, False, "twisting resistance: Marshall's (2009) spring k_t a^2/2 with limiting moment 2/3 mu a N"),
         "twisting_damping": Key(float, 0.0, "damping ratio of the twisting dashpot", "-", ge=0.0, le=1.0),
+        "shape_law": Key(str, "area", "contact law of level-set grains: 'area', the node-to-level-set penalty of grains.law (grains.stiffness); 'hertz_curvature', one Hertzian contact per grain pair from the local curvatures (material.E, nu; tangential law contact.law, xi; normal damping grains.damping_ratio)", choices=SHAPE_LAWS),
+        "shape_radius_rule": Key(str, "elliptic", "shape_law 'hertz_curvature': effective radius from the principal curvatures at the contact point ('elliptic': Hertz's elliptical contact, Johnson's factor; 'gauss': Gaussian radius; 'mean': mean-curvature radius)", choices=tuple(RADIUS_RULES)),
+        "shape_curvature_limit": Key(float, 10.0, "shape_law 'hertz_curvature': bound on the effective radius at flat or concave points, in units of the pair's volume-equivalent R*", "-", gt=0.0, le=1000.0),
     },
     "particles": {
         "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution)", choices=("sphere", "levelset")),
@@ -250,12 +257,21 @@ def refuse_unused_keys(config):
                    ("particles", "max_initial_overlap", "generated spheres start without overlap; it applies to "
                     "particles.file")]
     unused.append(("output", "csv", "the series are always written: a restart resumes them"))
+    shape_keys = [("contact", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["contact"]
+                  if name.startswith("shape_")]
     if config["particles"]["kind"] == "levelset":
-        unused += [("contact", "law", "level-set grains use grains.law"), ("contact", "xi", "a Jaeger setting"),
-                   ("material", "E", "grain contacts use grains.stiffness"), ("material", "nu", "a Hertz setting"),
-                   ("material", "restitution", "grain contacts use grains.damping_ratio")]
+        unused.append(("material", "restitution", "grain contacts use grains.damping_ratio"))
+        if config["contact"]["shape_law"] == "hertz_curvature":
+            unused += [("grains", name, "a setting of contact.shape_law = 'area'")
+                       for name in ("law", "stiffness", "overlap", "kt_ratio")]
+        else:
+            unused += [("contact", "law", "level-set grains use grains.law"), ("contact", "xi", "a Jaeger setting"),
+                       ("material", "E", "grain contacts use grains.stiffness"), ("material", "nu", "a Hertz setting")]
+            unused += [(s, n, "a setting of contact.shape_law = 'hertz_curvature'") for s, n, _ in shape_keys
+                       if n != "shape_law"]
     else:
         unused += [("grains", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["grains"]]
+        unused += shape_keys
     for section, name, why in unused:
         value, default = config[section][name], SCHEMA[section][name].default
         if value != (list(default) if isinstance(default, tuple) else default):

@@ -14,6 +14,12 @@ net force per grain is below 5 % of the mean contact force at two checks in a ro
 `grains.preparation_steps`); then the friction is restored. The test itself is
 scenarios.biaxial.start_test / run_test, as for spheres.
 
+Contact law (`contact.shape_law`): "area", the node-to-level-set law of `grains.law` with
+`grains.stiffness`; or "hertz_curvature" (bodies.levelset_hertz), Hertz with the local curvatures
+from the materials' E and nu, the tangential law `contact.law` (xi `contact.xi`), the effective-radius
+rule `contact.shape_radius_rule` and bound `contact.shape_curvature_limit`, normal damping ratio
+`grains.damping_ratio`.
+
 Default stiffness (area law): a contact carrying p d^2 (p the confining stress, d the mean size,
 twice the mean radius) between two grains of radius R penetrates `overlap` d, taking the sphere
 limit of the area law F = pi k_s R* delta^2 with R* = R / 2 (contact.levelset_contact).
@@ -103,8 +109,12 @@ def build_assembly(config, mu_prep):
     shares = np.asarray(g["fractions"] or [1.0 / n_shapes] * n_shapes, dtype=float)
     shape_of = rng.choice(n_shapes, size=n, p=shares / shares.sum())
     template_of = shape_of * g["size_classes"] + size_class
+    contact = config["contact"]
+    hertz = contact["shape_law"] == "hertz_curvature"
+    # the Hertz law's materials and tangential law; the area law's stiffness is grains.stiffness
+    elastic = dict(E=mat["E"], nu=mat["nu"], law=contact["law"], xi=contact["xi"]) if hertz else {}
     sim = Simulation(mu=mu_prep, density=mat["density"], dt_fraction=sim_cfg["dt_fraction"] or 0.2,
-                     dt=sim_cfg["dt"], allow_unstable_dt=sim_cfg["allow_dt_above_critical"])
+                     dt=sim_cfg["dt"], allow_unstable_dt=sim_cfg["allow_dt_above_critical"], **elastic)
     more = config.get("materials") or {}
     materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
     material_of = add_materials(sim, materials, n, rng=rng, mu_prep=mu_prep)
@@ -118,8 +128,12 @@ def build_assembly(config, mu_prep):
     quat = random_quaternions(rng, n)
     sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
     mean_radius = float(np.mean(radii))
-    stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], mean_radius, g["overlap"])
-    sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
+    if hertz:
+        sim.set_grain_contact(law="hertz_curvature", damping_ratio=g["damping_ratio"],
+                              radius_rule=contact["shape_radius_rule"], curvature_limit=contact["shape_curvature_limit"])
+    else:
+        stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], mean_radius, g["overlap"])
+        sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
     for t in range(len(templates)):
         for mt in np.unique(material_of):
             sel = (template_of == t) & (material_of == mt)
@@ -134,7 +148,34 @@ def packing_key(config):
             "materials": config.get("materials"), "seed": config["simulation"]["seed"],
             "dt": config["simulation"]["dt"], "dt_fraction": config["simulation"]["dt_fraction"],
             "pressure": config["loading"]["confining_stress"], "mu_prep": config["loading"]["preparation_mu"]}
+    contact = config["contact"]
+    if contact["shape_law"] != "area":
+        keep["contact"] = {k: contact[k] for k in ("shape_law", "shape_radius_rule", "shape_curvature_limit", "law",
+                                                    "xi")}
     return keep
+
+
+def compress_to(sim, pressure, max_steps, progress=None):
+    """Drive the three axes of the periodic cell by the stress servo towards `pressure` until the
+    pressure is within PRESSURE_TOLERANCE of it and the mean net force per grain below
+    UNBALANCED_TOLERANCE of the mean contact force at two checks in a row, or for max_steps steps;
+    returns (settled, the last measure()). The servo stays on. `progress(sim, m)` is called at
+    every check."""
+    rate = STRAIN_PER_STEP / sim.dt
+    for k in range(3):
+        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
+    good = 0
+    end = sim.step_count + max_steps
+    m = sim.measure()
+    while good < 2 and sim.step_count < end:
+        sim.run(min(CHECK_EVERY, end - sim.step_count))
+        m = sim.measure()
+        if progress is not None:
+            progress(sim, m)
+        ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
+              and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
+        good = good + 1 if ok else 0
+    return good >= 2, m
 
 
 def prepared_grains(config, cache=None, announce=None):
@@ -155,21 +196,9 @@ def prepared_grains(config, cache=None, announce=None):
                  f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
                  f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
     sim.set_local_damping(PREPARATION_DAMPING)
-    rate = STRAIN_PER_STEP / sim.dt
-    for k in range(3):
-        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
-    good = 0
     limit = config["grains"]["preparation_steps"]
-    m = sim.measure()
     with PreparationProgress(pressure, quiet=announce is None, desc="preparing the grains") as progress:
-        while good < 2 and sim.step_count < limit:
-            sim.run(min(CHECK_EVERY, limit - sim.step_count))
-            m = sim.measure()
-            progress.callback(sim, m)
-            ok = (abs(m["pressure"] / pressure - 1.0) < PRESSURE_TOLERANCE
-                  and m["unbalanced_force_ratio"] < UNBALANCED_TOLERANCE)
-            good = good + 1 if ok else 0
-    settled = good >= 2
+        settled, m = compress_to(sim, pressure, limit, progress=progress.callback)
     restore_friction(sim, config["material"]["mu"], materials)
     for k in range(3):
         sim.control_axis(k, strain_rate=0.0)
