@@ -5,7 +5,8 @@ volume and moments of inertia (levelset_grain.py), the uninterrupted run
 (restart.py: a restart in a new process must end bit for bit where it ends), the scenario schema and
 the biaxial test's controls (biaxial_jaeger.toml), the energy balance of the deformable grains' run
 (deformable_grains.py: stored + dissipated = the piston's work), the sweep's cartesian product and the
-same scenario run directly (sweep_friction.toml).
+same scenario run directly (sweep_friction.toml), the same run on one rank (parallel_box.py: 2 MPI
+ranks must end bit for bit where one ends).
 """
 
 import importlib.util
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from graindem.io.scenario import apply_overrides, load_scenario
+from graindem.parallel.world import launcher
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -108,8 +110,20 @@ def test_sweep_example_lists_its_runs_and_runs_one_in_a_short_form(tmp_path):
     assert summary["law"] == first["parameters"]["contact.law"] and summary["n_particles"] == 64
 
 
+@pytest.mark.skipif(launcher(2) is None, reason="no MPI launcher (mpiexec) with mpi4py in this environment: "
+                    "pip install 'graindem[mpi]' installs both")
+def test_parallel_example_on_two_ranks_equals_one_rank(tmp_path, capsys, monkeypatch):
+    import graindem
+    monkeypatch.setenv("PYTHONPATH", str(Path(graindem.__file__).resolve().parents[1]))  # the ranks' graindem
+    assert _load("parallel_box").main(["--ranks", "2", "--n", "200", "--steps", "150", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "the run on 2 ranks equals the run on one rank bit for bit" in out
+    assert (tmp_path / "ranks.h5").exists()
+
+
 BAD_ARGUMENTS = {"single_contact": ["--steps-per-branch", "0"], "restart": ["--steps", "0"],
-                 "levelset_grain": ["--voxels-across", "3"], "deformable_grains": ["--mesh-size", "9"]}
+                 "levelset_grain": ["--voxels-across", "3"], "deformable_grains": ["--mesh-size", "9"],
+                 "parallel_box": ["--ranks", "1"]}
 
 
 @pytest.mark.parametrize("name", sorted(BAD_ARGUMENTS))

@@ -8,7 +8,6 @@ the neighbour list is rebuilt (with migration) several times in 300 steps.
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,6 +23,7 @@ from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
 from graindem.parallel.bisection import Bisection
 from graindem.parallel.subdomain import check_decomposable
+from graindem.parallel.world import launcher
 
 SRC = Path(graindem.__file__).resolve().parents[1]
 SCENARIO = Path(graindem.__file__).resolve().parent / "scenarios" / "biaxial.toml"
@@ -51,47 +51,18 @@ exec(CASE, namespace)
 build = namespace["build"]
 
 
-def _launcher():
-    """(mpiexec path, whether it is Open MPI's) of a launcher next to mpi4py, or None."""
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return None
-    for exe in (Path(sys.executable).parent / "mpiexec", shutil.which("mpiexec"), shutil.which("mpirun")):
-        if exe and Path(exe).exists():
-            break
-    else:
-        return None
-    try:
-        version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    open_mpi = "Open MPI" in version or "OpenRTE" in version or "prte" in version.lower()
-    return str(exe), open_mpi
-
-
-LAUNCHER = _launcher()
-needs_mpi = pytest.mark.skipif(LAUNCHER is None, reason="no MPI launcher (mpiexec) with mpi4py in this environment: "
-                               "pip install 'graindem[mpi]' installs both")
+needs_mpi = pytest.mark.skipif(launcher(2) is None, reason="no MPI launcher (mpiexec) with mpi4py in this "
+                               "environment: pip install 'graindem[mpi]' installs both")
 
 
 def _mpirun(tmp_path, script, ranks=2, check=True):
     path = tmp_path / "child.py"
     path.write_text(CASE + textwrap.dedent(script))
-    exe, open_mpi = LAUNCHER
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + [p for p in [env.get("PYTHONPATH")] if p])
     env.setdefault("NUMBA_NUM_THREADS", "1")
-    argv = [exe]
-    if open_mpi:
-        # more ranks than free cores; Open MPI refuses root unless told (test containers often run
-        # as root); and the variables the children need passed on explicitly
-        argv.append("--oversubscribe")
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        for name in ("PYTHONPATH", "NUMBA_CACHE_DIR", "GRAINDEM_NUMBA_CACHE", "NUMBA_NUM_THREADS"):
-            if name in env:
-                argv += ["-x", name]
-    proc = subprocess.run(argv + ["-n", str(ranks), sys.executable, str(path)], cwd=tmp_path, env=env,
+    argv, env = launcher(ranks, env)
+    proc = subprocess.run(argv + [sys.executable, str(path)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
         raise AssertionError(f"mpiexec failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

@@ -6,6 +6,10 @@ by the world size it exports (Open MPI: OMPI_COMM_WORLD_SIZE; MPICH and Intel MP
 """
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +39,36 @@ def world():
                           "graindem decomposed over the ranks and needs mpi4py: pip install 'graindem[mpi]'") from exc
     comm = MPI.COMM_WORLD
     return comm if comm.Get_size() > 1 else None
+
+
+def launcher(ranks, env=None):
+    """(argv prefix, environment) that start `ranks` ranks of a command with the MPI launcher of this
+    Python environment (the mpiexec that `pip install 'graindem[mpi]'` puts next to the interpreter,
+    else the one on PATH), or None when there is no launcher or no mpi4py. Open MPI is given
+    --oversubscribe (more ranks than free cores is allowed: a laptop or a CI runner), is allowed to
+    run as root (containers), and is told to pass graindem's and numba's variables to the ranks."""
+    try:
+        import mpi4py  # noqa: F401  (a launcher without mpi4py cannot run graindem decomposed)
+    except ImportError:
+        return None
+    for exe in (Path(sys.executable).parent / "mpiexec", shutil.which("mpiexec"), shutil.which("mpirun")):
+        if exe and Path(exe).exists():
+            break
+    else:
+        return None
+    try:
+        version = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    env = dict(os.environ if env is None else env)
+    argv = [str(exe)]
+    if "Open MPI" in version or "OpenRTE" in version or "prte" in version.lower():
+        argv.append("--oversubscribe")
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        for name in ("PYTHONPATH", "NUMBA_CACHE_DIR", "GRAINDEM_NUMBA_CACHE", "NUMBA_NUM_THREADS"):
+            if name in env:
+                argv += ["-x", name]
+    return argv + ["-n", str(int(ranks))], env
 
 
 def _mpi_type(dtype):
