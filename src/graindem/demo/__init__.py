@@ -25,8 +25,8 @@ def run(args):
     t0 = time.perf_counter()
     say = lambda msg: print(msg, flush=True)  # noqa: E731
     say(f"graindem demo: results go to {out.resolve()}/")
-    say("The first run compiles numba kernels before each part starts (one to two minutes in all on 2 cores);")
-    say("later runs load them from the cache. After compilation the demo takes about two minutes.")
+    say("The first run compiles numba kernels before each part starts (about five minutes in all on 2 cores);")
+    say("later runs load them from the cache and take seconds.")
     say("== contact laws against the closed forms (seconds after compilation) ==")
     contact_demo(out / "contact", announce=say)
     write_traction_demo(out / "contact", announce=say)
