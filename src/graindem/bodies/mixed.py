@@ -116,6 +116,10 @@ def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shap
     Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
     txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
     sheared = is_sheared(cell)
+    # `energy` is the grain-sphere contacts' own record: what they store now, what they did so far
+    energy[lc.E_NORMAL] = 0.0
+    energy[lc.E_TANGENT] = 0.0
+    energy[lc.E_SLIDING] = 0.0
     n_touch = 0
     for c in range(n_pairs):
         g = pairs[c, 0]
@@ -167,10 +171,11 @@ def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shap
 
 @njit
 def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, periodic, g_walls, wall_mat, g_acc, gctl,
-                 s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque, sg_pairs, mctl):
+                 s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque, sg_pairs, sg_energy, mctl):
     """Forces at the current positions, counted as step `step` by the node histories: the
     grains' own (gravity, grain pairs, walls; levelset.grain_forces), then the grain-sphere
-    contacts. False if a contact diverged (gctl or mctl names it)."""
+    contacts, whose energies go to `sg_energy` (levelset_contact.E_*). False if a contact
+    diverged (gctl or mctl names it)."""
     tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius = tpl
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
     law, k_normal, kt_ratio, mu_tab, zeta, both = gc
@@ -189,7 +194,7 @@ def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, p
                                material, force, torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force,
                                s_torque, cell, periodic, g_walls, law, k_normal, kt_ratio, mu_tab, zeta, limit,
                                hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
-                               sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy, g_acc, mctl)
+                               sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, sg_energy, g_acc, mctl)
     if n_cp < 0:
         mctl[MC_STATUS] = MC_SG_DIVERGED
         return False
@@ -224,10 +229,12 @@ def sphere_grain_time_step(grains, contact, s_radius, s_mass, s_inertia):
 class SphereGrainCoupling:
     """The state that joins the spheres and the grains of a mixed run: the grain-sphere pair list
     (pairs (cap, 2) of grain, grain count + sphere), the centres at its last build, the control
-    record, and the grains' own copies of the walls and of the accumulators (stress, wall forces,
-    boundary work: each kind's passes zero and fill their own)."""
+    record, the grains' own copies of the walls and of the accumulators (stress, wall forces,
+    boundary work: each kind's passes zero and fill their own), and `energy`
+    (levelset_contact.E_*): the grain-sphere contacts' energies and, in E_GRAVITY, gravity's work
+    on the spheres (engine.mixed_loop; the sphere loop does not count it)."""
 
-    STATE = ("pairs", "g_build", "s_build", "mctl", "grain_walls", "grain_acc")
+    STATE = ("pairs", "g_build", "s_build", "mctl", "grain_walls", "grain_acc", "energy")
 
     def __init__(self, n_grains, n_spheres, walls, n_acc):
         self.pairs = np.zeros((max(16, 4 * (n_grains + n_spheres)), 2), dtype=np.int64)
@@ -236,6 +243,7 @@ class SphereGrainCoupling:
         self.mctl = np.zeros(N_MC, dtype=np.int64)
         self.grain_walls = np.array(walls, dtype=np.float64)
         self.grain_acc = np.zeros(n_acc)
+        self.energy = np.zeros(lc.N_ENERGY)
 
     def ensure_pairs(self, grains, s_pos, s_radius, cell, periodic, skin):
         """Rebuild the grain-sphere list now, growing it as needed."""
@@ -253,5 +261,8 @@ class SphereGrainCoupling:
     def from_state(cls, arrays):
         self = cls.__new__(cls)
         for name in cls.STATE:
+            if name == "energy" and "mixed_energy" not in arrays:  # older layouts: no energies booked
+                self.energy = np.zeros(lc.N_ENERGY)
+                continue
             setattr(self, name, np.ascontiguousarray(np.array(arrays["mixed_" + name])))
         return self

@@ -69,6 +69,15 @@ E_NORMAL, E_TANGENT, E_VISC, E_TWORK, E_SLIDING, E_GRAVITY, E_LOCAL = 0, 1, 2, 3
 N_ENERGY = 7
 
 
+def node_contact_energies(energy):
+    """The energies (J) an `energy` array holds, by name: elastic_normal_energy,
+    tangential_energy, tangential_work, frictional_dissipation (= tangential work not stored in
+    the springs), viscous_dissipation."""
+    return {"elastic_normal_energy": float(energy[E_NORMAL]), "tangential_energy": float(energy[E_TANGENT]),
+            "frictional_dissipation": float(energy[E_TWORK] - energy[E_TANGENT]),
+            "tangential_work": float(energy[E_TWORK]), "viscous_dissipation": float(energy[E_VISC])}
+
+
 @njit
 def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
     """phi and gradient at many body points (benchmarks and tests of the kernel itself).

@@ -2,16 +2,31 @@
 njit call: the grains' first half step, one step of the sphere loop (loop.run_steps), the
 grain-sphere list, the forces at the new positions, the grains' second half kick. A phase that
 needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]), which grows them and
-resumes the step at that phase (engine.mixed_setup)."""
+resumes the step at that phase (engine.mixed_setup).
+
+Gravity's work on the spheres over the step, sum m g . v dt with the velocity of their drift (the
+box does not deform in a mixed run, so that is their exact displacement), goes to
+sg_energy[E_GRAVITY]: the sphere loop does not count it, and a sum over the steps keeps it right
+where a sphere crosses a periodic face."""
 
 from .._jit import njit
 from ..bodies.levelset import GC_STEP, complete_step, neighbour_cutoff, rebuild, start_step
 from ..bodies.mixed import (MC_GRAIN_DIVERGED, MC_PHASE, MC_SG_DIVERGED, MC_STALE, MC_STATUS,
                             mixed_forces, rebuild_sphere_grain_pairs, sphere_grain_stale)
+from ..contact.levelset_contact import E_GRAVITY
 from ..core.layout import CTL_LOCAL_DAMP, OUT_STATUS
 from ..core.layout import STATUS_DONE as SPHERES_DONE
 from ..core.layout import STATUS_PAIRS_FULL as SPHERE_PAIRS_FULL
 from .loop import run_steps
+
+
+@njit
+def sphere_gravity_work(dt, gravity, s_vel, s_mass, energy):
+    """energy[E_GRAVITY] += sum over the spheres of m g . v dt (module docstring)."""
+    work = 0.0
+    for i in range(s_vel.shape[0]):
+        work += s_mass[i] * (gravity[0] * s_vel[i, 0] + gravity[1] * s_vel[i, 1] + gravity[2] * s_vel[i, 2])
+    energy[E_GRAVITY] += work * dt
 
 STATUS_DONE = 0
 STATUS_GRAIN_PAIRS_FULL = 1   # grow the grains' pair list, resume at PHASE_GRAIN_LIST
@@ -25,7 +40,8 @@ PHASE_START, PHASE_GRAIN_LIST, PHASE_SPHERES, PHASE_SG_LIST, PHASE_FORCES = 0, 1
 
 @njit
 def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_build, gravity, cell, periodic, ctl,
-              ictl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build, mctl):
+              ictl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build, sg_energy,
+              mctl):
     """Advance up to n_steps steps of both kinds, the first from `phase` (module docstring);
     returns the steps completed, mctl[MC_STATUS] says why it returned and mctl[MC_PHASE] where to
     resume. tpl, gb, gc, gh, gs: the grains' template, body, contact, history and scratch arrays
@@ -54,6 +70,8 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
             mctl[MC_STALE] = 0
         if phase <= PHASE_SPHERES:
             run_steps(1, *sph)
+            if out[OUT_STATUS] == SPHERES_DONE or out[OUT_STATUS] == SPHERE_PAIRS_FULL:  # the spheres moved
+                sphere_gravity_work(dt, gravity, s_vel, s_mass, sg_energy)
             if out[OUT_STATUS] != SPHERES_DONE:
                 mctl[MC_STATUS] = STATUS_SPHERES
                 # pairs full: the sphere step is done but for its rebuild, which the caller makes
@@ -67,7 +85,7 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
                 return it
         if not mixed_forces(gctl[GC_STEP] + 1, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, periodic,
                             g_walls, wall_mat, g_acc, gctl, s_pos, s_vel, s_omega, s_radius, s_mass, s_material,
-                            s_force, s_torque, sg_pairs, mctl):
+                            s_force, s_torque, sg_pairs, sg_energy, mctl):
             return it
         complete_step(dt, alpha, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, g_walls, energy,
                       g_acc, gctl)

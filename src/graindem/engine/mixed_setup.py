@@ -17,11 +17,11 @@ from ..bodies.levelset import GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP,
 from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NREBUILDS, MC_PHASE, MC_STATUS,
                             SphereGrainCoupling, mixed_forces, sphere_grain_time_step)
 from ..contact import rolling as RL
-from ..contact.levelset_contact import E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC
+from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_SLIDING, node_contact_energies
 from .mixed_loop import (PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
                          STATUS_SG_DIVERGED, STATUS_SG_PAIRS_FULL, run_mixed)
-from ..core.layout import (ACC_STRESS, ACC_WALL, CTL_DT, ICTL_NPAIRS, N_ACC0, OUT_STATUS, STATUS_DIVERGED,
-                           STATUS_PAIRS_FULL)
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_DT, ICTL_NPAIRS, N_ACC0, OUT_STATUS,
+                           STATUS_DIVERGED, STATUS_PAIRS_FULL)
 
 HERTZ_CURVATURE = "hertz_curvature"
 
@@ -76,6 +76,9 @@ class MixedBodies:
         if not self._mixed_forces(int(grains.gctl[GC_STEP])):
             raise ValueError(self._mixed_divergence_text("at start"))
         self.ready = True
+        # the spheres' own contacts have no forces until the first step: spheres that touch at the
+        # start bring energy that this total misses
+        self.energy_start = self._mixed_energy_total()
         self.message(f"graindem: {self.n} spheres and {grains.n} level-set grains of "
                      f"{len(set(grains.tmpl.tolist()))} template(s), laws {self.law_name} (spheres) and "
                      f"{self.grain_contact['law']} (grains, grain-sphere), dt = {dt:.4g} s, "
@@ -98,7 +101,7 @@ class MixedBodies:
         return mixed_forces(step, self.dt, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs, self.gravity, self.cell,
                             self.periodic, m.grain_walls, g.wall_mat, m.grain_acc, g.gctl, self.pos, self.vel,
                             self.omega, self.radius, self.mass, self.pmat[:self.n], self.force, self.torque, m.pairs,
-                            m.mctl)
+                            m.energy, m.mctl)
 
     def _sphere_args(self):
         st = self.store
@@ -121,7 +124,7 @@ class MixedBodies:
             done += run_mixed(n - done, phase, self.dt, self.skin, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs,
                               g.pos_build, self.gravity, self.cell, self.periodic, self.ctl, self.ictl, m.grain_walls,
                               g.wall_mat, m.grain_acc, g.gctl, self._sphere_args(), self.pmat[:self.n], m.pairs,
-                              m.g_build, m.s_build, m.mctl)
+                              m.g_build, m.s_build, m.energy, m.mctl)
             status = int(m.mctl[MC_STATUS])
             phase = int(m.mctl[MC_PHASE]) if status != STATUS_DONE else PHASE_START
             if status == STATUS_GRAIN_PAIRS_FULL:
@@ -188,7 +191,6 @@ class MixedBodies:
         g = self.grains
         sgc = self._sphere_grain_contacts()
         s = self._sphere_measure(extra_force=self.force, extra_contacts=sgc["force"])
-        e = g.energy
         net = g.contact_network()
         grain_pairs = (net["j"] >= 0) & (net["j"] < g.n)
         n_gw = int((net["j"] < 0).sum())
@@ -201,23 +203,61 @@ class MixedBodies:
             g.mass[dyn] / self.materials[g.material[dyn], 3]))
         n_c = s["n_contacts"] + int(grain_pairs.sum()) + n_sg
         n_cp = int(g.gctl[GC_NCP])
+        by_kind = self._mixed_contact_energies(s)
+        contact = {k: sum(e[k] for e in by_kind.values()) for k in by_kind["sphere"]}
         s.update({
             "unbalanced_force_ratio": max(s["unbalanced_force_ratio"], g_unbalanced),
             "void_ratio": self.volume / solid - 1.0, "n_contacts": n_c,
             "n_sphere_grain_contacts": n_sg, "n_grain_contacts": int(grain_pairs.sum()),
             "coordination": 2.0 * n_c / max(self.n + int(dyn.sum()), 1),
             "n_wall_contacts": s["n_wall_contacts"] + n_gw, "n_contact_nodes": n_cp,
-            "kinetic_energy": s["kinetic_energy"] + g.kinetic_energy(),
-            "elastic_normal_energy": s["elastic_normal_energy"] + float(e[E_NORMAL]),
-            "tangential_energy": s["tangential_energy"] + float(e[E_TANGENT]),
-            "frictional_dissipation": s["frictional_dissipation"] + float(e[E_TWORK] - e[E_TANGENT]),
-            "tangential_work": s["tangential_work"] + float(e[E_TWORK]),
-            "viscous_dissipation": s["viscous_dissipation"] + float(e[E_VISC]),
-            "local_damping_dissipation": s["local_damping_dissipation"] + float(e[E_LOCAL]),
-            "grain_sliding_fraction": float(e[E_SLIDING]) / n_cp if n_cp else 0.0,
+            "kinetic_energy": s["kinetic_energy"] + g.kinetic_energy(), **contact, "contact_energies": by_kind,
+            "local_damping_dissipation": s["local_damping_dissipation"] + float(g.energy[E_LOCAL]),
+            "gravity_work": self._mixed_gravity_work(), "boundary_work": self._mixed_boundary_work(),
+            "energy_balance_error": (self._mixed_energy_total(s) - self.energy_start if self.energy_accounting
+                                     else math.nan),
+            "grain_sliding_fraction": (float(g.energy[E_SLIDING] + self.mixed.energy[E_SLIDING]) / n_cp if n_cp
+                                       else 0.0),
             "n_rebuilds": s["n_rebuilds"] + int(g.gctl[GC_NREBUILDS]) + int(self.mixed.mctl[MC_NREBUILDS]),
         })
         return s
+
+    def _mixed_contact_energies(self, s=None):
+        """The contacts' energies (J) by kind pair: "sphere" (sphere pairs and sphere-wall
+        contacts, the sphere laws' own; from `s`, the spheres' measure), "grain" (grain pairs and
+        grain-wall contacts) and "grain-sphere" (their node contacts), each with
+        elastic_normal_energy, tangential_energy, frictional_dissipation, tangential_work and
+        viscous_dissipation. The spheres count their frictional dissipation and tangential work
+        only with set_energy_accounting(True)."""
+        s = self._sphere_measure() if s is None else s
+        spheres = {k: s[k] for k in ("elastic_normal_energy", "tangential_energy", "frictional_dissipation",
+                                     "tangential_work", "viscous_dissipation")}
+        return {"sphere": spheres, "grain": node_contact_energies(self.grains.energy),
+                "grain-sphere": node_contact_energies(self.mixed.energy)}
+
+    def _mixed_gravity_work(self):
+        """Gravity's work on the grains and on the spheres since the start."""
+        return float(self.grains.energy[E_GRAVITY] + self.mixed.energy[E_GRAVITY])
+
+    def _mixed_boundary_work(self):
+        """The walls' work on the spheres and on the grains since the start (the box stays fixed)."""
+        return float(self.acc[ACC_BOUNDARY_WORK] + self.mixed.grain_acc[ACC_BOUNDARY_WORK])
+
+    def _mixed_energy_total(self, s=None):
+        """Kinetic (translational and rotational, both kinds) + stored in the contacts + dissipated
+        (friction, dampers, local damping, rolling resistance) - work of gravity and of the walls:
+        constant while the energy balance closes (measure()'s energy_balance_error). The spheres'
+        kinetic energy is at their half step (leapfrog) and their contacts' energies at the forces
+        of their last step: both agree with the grains' full-step values to O(dt), and exactly at
+        rest. s: the spheres' measure, if at hand."""
+        s = self._sphere_measure() if s is None else s
+        stored_or_lost = 0.0
+        for e in self._mixed_contact_energies(s).values():
+            stored_or_lost += (e["elastic_normal_energy"] + e["tangential_energy"] + e["frictional_dissipation"]
+                               + e["viscous_dissipation"])
+        return (s["kinetic_energy"] + self.grains.kinetic_energy() + stored_or_lost + s["local_damping_dissipation"]
+                + float(self.grains.energy[E_LOCAL]) + s["rolling_energy"] + s["rolling_dissipation"]
+                - self._mixed_gravity_work() - self._mixed_boundary_work())
 
     def _mixed_stress(self, V):
         """The spheres' Love-Weber sum plus the grains' (grain pairs, walls, grain-sphere contacts)."""
@@ -239,6 +279,7 @@ class MixedBodies:
         d.update(self.mixed.state_arrays())
         meta["bodies"] = "mixed"
         meta["grain_contact"] = dict(self.grain_contact)
+        meta["energy_start"] = self.energy_start
         return d, meta
 
     def _attach_mixed_state(self, arrays, meta):
@@ -247,4 +288,5 @@ class MixedBodies:
         self.grains = LevelSetBodies.from_state(arrays)
         self.grain_contact = dict(meta["grain_contact"])
         self.mixed = SphereGrainCoupling.from_state(arrays)
+        self.energy_start = float(meta.get("energy_start", math.nan))
         return self

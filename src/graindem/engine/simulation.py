@@ -26,8 +26,8 @@ from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id, TANGENTIAL_LAWS
 from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, MOTIONS,
                                LevelSetBodies, node_contact_time_step)
-from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC,
-                                        LAWS as LEVELSET_LAWS)
+from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_SLIDING, LAWS as LEVELSET_LAWS,
+                                        node_contact_energies)
 from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE, HertzRows
 from ..bodies.levelset_hertz import contact_settings as hertz_contact_settings
 from ..bodies.levelset_hertz import critical_time_step as hertz_critical_time_step
@@ -1248,10 +1248,7 @@ class Simulation(DeformableGrains, MixedBodies):
         g = self.grains
         if g.hertz is not None:
             return g.hertz.energies(g, self.grain_contact)
-        e = g.energy
-        return {"elastic_normal_energy": float(e[E_NORMAL]), "tangential_energy": float(e[E_TANGENT]),
-                "frictional_dissipation": float(e[E_TWORK] - e[E_TANGENT]), "tangential_work": float(e[E_TWORK]),
-                "viscous_dissipation": float(e[E_VISC])}
+        return node_contact_energies(g.energy)
 
     def _grain_energy_total(self, contact=None):
         """Kinetic + contact elastic + dissipated - work of gravity and boundaries of a grain run:

@@ -362,6 +362,9 @@ def validate_mixed_state(arrays, meta, source="checkpoint"):
             _fail(source, f"array {name!r}", "free of NaN")
     _finite(source, "mixed_grain_walls", _array(arrays, "mixed_grain_walls", source, "f", (n_walls, 12)))
     _finite(source, "mixed_grain_acc", _array(arrays, "mixed_grain_acc", source, "f", (K.N_ACC0 + 3 * n_walls,)))
+    if "mixed_energy" in arrays:  # older mixed states book no energies
+        from ..contact.levelset_contact import N_ENERGY
+        _finite(source, "mixed_energy", _array(arrays, "mixed_energy", source, "f", (N_ENERGY,)))
 
 
 def validate_grain_state(arrays, meta, source="checkpoint", n_spheres=0):
