@@ -50,6 +50,17 @@ def load(path, verbose=False, for_restart=False):
     return Simulation.from_state(arrays, meta, verbose=verbose), meta.get("extra")
 
 
+def holds_extra(path, tag):
+    """True if `path` is a readable checkpoint whose extra metadata has the entry `tag` (the
+    scenario that wrote it)."""
+    try:
+        _, meta = load_checkpoint(path)
+    except (OSError, ValueError):
+        return False
+    extra = meta.get("extra")
+    return isinstance(extra, dict) and tag in extra
+
+
 def load_if_same(path, tag, key):
     """The Simulation saved in `path` whose extra[tag] equals `key` (a prepared packing's settings),
     or None when there is no such file or it was saved for other settings."""

@@ -3,6 +3,9 @@
     graindem run SCENARIO.toml --out DIR [--steps N]
     graindem run --restart DIR/checkpoint.h5 --out DIR [--steps N]
 
+A mixture of spheres and shaped grains (particles.kind = "mixture") runs the pile scenario of
+scenarios.mixed_pile, with its own outputs.
+
 The results folder gets series.csv/.jsonl/.json, VTK files (particles.pvd, contacts.pvd), PNG
 plots, checkpoint.h5 (everything needed to continue bit for bit) and summary.json. The prepared
 packing is kept as DIR/packing.h5 and reused by later runs into the same folder with the same
@@ -52,6 +55,62 @@ def prepare_output_folder(out, need_bytes=0):
     out = check_output_folder(out, what="--out", need_bytes=need_bytes)
     remove_stale_temp_files(out, OUTPUT_FILES)
     return out
+
+
+def resume_scenario(checkpoint_path, out, tag, steps=None, quiet=False):
+    """(sim, state, out, n) to continue the scenario saved under extra[tag] of a checkpoint: the
+    Simulation, the scenario's state, the prepared results folder and the steps to run (`steps`, or
+    what is left of the scenario's simulation.steps)."""
+    from . import checkpoint
+    out = prepare_output_folder(out)
+    sim, extra = checkpoint.load(checkpoint_path, for_restart=True)
+    state = extra[tag]
+    done = sim.step_count - state["start_step"]
+    n = max(0, state["config"]["simulation"]["steps"] - done) if steps is None else int(steps)
+    if not quiet:
+        print(f"restarting from {checkpoint_path} at step {done}", flush=True)
+    return sim, state, out, n
+
+
+def run_with_series(sim, state, out, steps, quiet, tag, columns, row_of, desc, shown=(), on_output=None):
+    """Run `steps` steps of a scenario whose settings are state["config"]: at every
+    simulation.output_interval steps (counted from state["start_step"]) a row of out/series.csv
+    (`columns`, the values row_of(sim); appended to an existing series), the progress line (with the
+    columns named in `shown`), on_output(sim, steps done) and, at every
+    simulation.checkpoint_interval steps and at the end, out/checkpoint.h5 with extra[tag] = state.
+    Returns the seconds the steps took."""
+    import csv
+    from . import checkpoint
+    from ..io.progress import Progress
+    sim_cfg = state["config"]["simulation"]
+    series = Path(out) / "series.csv"
+    new = not series.exists()
+    start = state["start_step"]
+    every, ckpt = sim_cfg["output_interval"], sim_cfg["checkpoint_interval"]
+    with open(series, "a", newline="") as fh:
+        writer = csv.writer(fh)
+        if new:
+            writer.writerow(columns)
+        progress = Progress(int(steps), desc=desc, quiet=quiet)
+        first = sim.step_count
+
+        def output(s):
+            row = row_of(s)
+            writer.writerow([f"{v:.10g}" if isinstance(v, float) else v for v in row])
+            fh.flush()
+            progress.update(s.step_count - first - progress.n, **{k: row[columns.index(k)] for k in shown})
+            if on_output is not None:
+                on_output(s, s.step_count - start)
+            if ckpt and (s.step_count - start) % ckpt == 0:
+                checkpoint.save(s, Path(out) / "checkpoint.h5", extra={tag: state})
+
+        t0 = time.perf_counter()
+        with progress:
+            sim.run(steps, callback=output, every=every, phase=start)
+            progress.update(sim.step_count - first - progress.n)
+        seconds = time.perf_counter() - t0
+    checkpoint.save(sim, Path(out) / "checkpoint.h5", extra={tag: state})
+    return seconds
 
 
 def _write_run_identity(out, run_id):
@@ -421,11 +480,18 @@ def run(args):
             deformable.run_file(args.scenario, args.out, steps=args.steps, quiet=args.quiet)
             return 0
         # ---- end of deformable grains
+        from ..scenarios import mixed_pile
         if args.restart is not None:
-            restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
+            if mixed_pile.is_checkpoint(args.restart):
+                mixed_pile.restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
+            else:
+                restart(args.restart, args.out, steps=args.steps, quiet=args.quiet)
         else:
             config = load_scenario(args.scenario)
             if args.adaptive_dt:
                 config = apply_overrides(config, {"simulation.adaptive_dt": True})
-            run_scenario(config, args.out, steps=args.steps, quiet=args.quiet)
+            if mixed_pile.is_config(config):
+                mixed_pile.run_config(config, args.out, steps=args.steps, quiet=args.quiet)
+            else:
+                run_scenario(config, args.out, steps=args.steps, quiet=args.quiet)
     return 0

@@ -100,7 +100,7 @@ SHAPE_LAWS = ("area", "hertz_curvature")
 # fmt: off
 SCHEMA = {
     "simulation": {
-        "scenario": Key(str, "biaxial", "which scenario builds and drives the run", choices=("biaxial", "pile")),
+        "scenario": Key(str, "biaxial", "which scenario builds and drives the run: 'biaxial'; 'pile' (particles.kind = 'mixture': spheres and shaped grains settling under gravity in a walled box)", choices=("biaxial", "pile")),
         "steps": Key(int, 40000, "number of time steps", "steps", ge=1, le=10**10),
         "dt": Key(float, None, "time step; give dt or dt_fraction, not both", "s", gt=0.0, le=1.0),
         "dt_fraction": Key(float, 0.2, "time step as a fraction of the critical one", "-", gt=0.0, le=1.0),
@@ -142,7 +142,7 @@ SCHEMA = {
         "shape_curvature_limit": Key(float, 10.0, "shape_law 'hertz_curvature': bound on the effective radius at flat or concave points, in units of the pair's volume-equivalent R*", "-", gt=0.0, le=1000.0),
     },
     "particles": {
-        "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution)", choices=("sphere", "levelset")),
+        "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution), or a 'mixture' of spheres (particles.n, the size distribution, materials) and shaped grains ([grains] shapes, grains.n or grains.number_fraction, grains.size_ratio, grains.material)", choices=("sphere", "levelset", "mixture")),
         "n": Key(int, 512, "number of spheres (with a size distribution; or give file); the smallest n also depends on total_strain (the periodic cell must stay wider than two neighbour cutoffs)", "-", ge=1, le=MAX_GENERATED_SPHERES),
         "distribution": Key(str, "uniform", "size distribution of the generated spheres (size ratio max/min <= 10)",
                             choices=("uniform", "lognormal", "sieve")),
@@ -169,12 +169,17 @@ SCHEMA = {
         "overlap": Key(float, 0.005, "penetration (fraction of the mean size) of a contact carrying p d^2 at the confining stress p, which sets the default stiffness", "-", gt=0.0, lt=0.1),
         "kt_ratio": Key(float, 2.0 / 7.0, "tangential / normal node stiffness", "-", gt=0.0, le=10.0),
         "damping_ratio": Key(float, 0.3, "damping ratio of each contact as a linear oscillator", "-", ge=0.0, le=1.0),
+        "n": Key(int, None, "mixture: number of shaped grains (or give grains.number_fraction)", "-", ge=1, le=10**6),
+        "number_fraction": Key(float, None, "mixture: the shaped grains' share of all bodies by number (or give grains.n)", "-", gt=0.0, lt=1.0),
+        "size_ratio": Key(float, 2.0, "mixture: the shaped grains' size (largest semi-axis, or bounding radius of a mesh or voxel grain) over the spheres' mean radius", "-", gt=0.0, le=100.0),
+        "material": Key(int, 0, "mixture: material of the shaped grains (0: [material]; 1, 2, ...: those of [materials])", "-", ge=0, le=1000),
         "preparation_steps": Key(int, 20000, "most steps of the isotropic preparation under the servo (it ends earlier once settled)", "steps", ge=1, le=10**9),
     },
     "boundary": {
         "kind": Key(str, "periodic", "periodic deforming cell or rigid planar walls", choices=("periodic", "walls")),
-        "box": Key("vector", None, "cell edge lengths of the spheres of particles.file (default: their bounding box)", "m", gt=0.0, length=3),
-        "initial_solid_fraction": Key(float, 0.3, "solid fraction of the loose random start, before compression (not used by the biaxial scenario)", "-", gt=0.0, le=0.74),
+        "box": Key("vector", None, "cell edge lengths of the spheres of particles.file (default: their bounding box); pile: the walled box's inner edge lengths (default: a square base under the bodies' loose start)", "m", gt=0.0, length=3),
+        "initial_solid_fraction": Key(float, 0.3, "solid fraction of the loose random start, before compression (not used by the biaxial and pile scenarios)", "-", gt=0.0, le=0.74),
+        "gravity": Key(float, 9.81, "pile: gravitational acceleration, along -z", "m/s^2", ge=0.0, le=1e4),
     },
     "loading": {
         "kind": Key(str, "biaxial", "loading programme", choices=("biaxial", "isotropic", "none")),
@@ -197,6 +202,7 @@ EXCLUSIVE = [
     ("simulation", (("dt",), ("dt_fraction",))),
     ("particles", (("file",), ("n", "distribution", "radius_mean", "radius_spread", "radius_median", "sigma", "sieve_csv"))),
     ("loading", (("total_strain",), ("strain_rate",))),
+    ("grains", (("n",), ("number_fraction",))),
 ]
 # fmt: on
 
@@ -338,12 +344,35 @@ def _check_size_distribution(config):
         Sieve.from_csv(part["sieve_csv"])  # its errors name particles.sieve_csv
 
 
+def _check_mixture(config):
+    g, part, sim = config["grains"], config["particles"], config["simulation"]
+    mixture = part["kind"] == "mixture"
+    if not mixture:
+        for key in ("n", "number_fraction"):
+            if g[key] is not None:
+                raise ValueError(f"grains.{key} applies to particles.kind = 'mixture'")
+        if sim["scenario"] == "pile":
+            raise ValueError("simulation.scenario = 'pile' is run by `graindem run` for particles.kind = 'mixture'; "
+                             "level-set grains alone pour into a box with `graindem pile`")
+        return
+    if sim["scenario"] != "pile":
+        raise ValueError("particles.kind = 'mixture' runs the 'pile' scenario: set simulation.scenario = 'pile'")
+    if g["n"] is None and g["number_fraction"] is None:
+        raise ValueError("a mixture needs the count of its shaped grains: give grains.n or grains.number_fraction")
+    k = len(config["materials"]["E"])
+    if g["material"] > k:
+        raise ValueError(f"grains.material = {g['material']} is not defined (materials 0..{k}: [material] and the "
+                         "lists of [materials])")
+    if config["boundary"]["kind"] != "walls":
+        raise ValueError("boundary.kind must be 'walls' for the pile scenario (a floor and four side walls)")
+
+
 def _check_grains(config):
     g, part = config["grains"], config["particles"]
-    if part["kind"] != "levelset":
+    if part["kind"] == "sphere":
         return
     if part["file"]:
-        raise ValueError("particles.file holds spheres; a levelset run generates its grains (particles.n and the "
+        raise ValueError("particles.file holds spheres; a levelset or mixture run generates its grains (particles.n and the "
                          "size distribution)")
     if g["fractions"] and len(g["fractions"]) != len(g["shapes"]):
         raise ValueError(f"grains.fractions must give one share per shape of grains.shapes ({len(g['shapes'])}); "
@@ -355,14 +384,14 @@ def _check_grains(config):
             raise ValueError(f"grains.{key} is required with the shape {shape!r} in grains.shapes")
         if g[key] is not None and shape not in g["shapes"]:
             raise ValueError(f"grains.{key} applies to the shape {shape!r}, which grains.shapes does not list")
-    if config["boundary"]["kind"] != "periodic":
+    if config["boundary"]["kind"] != "periodic" and part["kind"] == "levelset":
         raise ValueError("boundary.kind must be 'periodic' for level-set grains in `graindem run`")
     if config["simulation"]["adaptive_dt"]:
         raise ValueError("simulation.adaptive_dt follows the spheres' Hertz stiffness; level-set grains run at "
                          "dt_fraction of their node contacts' critical step: remove it")
 
 
-CHECKS = [_check_grains, _check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
+CHECKS = [_check_mixture, _check_grains, _check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
           _check_intervals, _check_cell_size]
 
 

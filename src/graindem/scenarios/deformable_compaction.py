@@ -15,10 +15,8 @@ The file has its own schema (below): every key optional except simulation.scenar
 values out of range are refused before any work starts.
 """
 
-import csv
 import json
 import math
-import time
 import tomllib
 import uuid
 from pathlib import Path
@@ -159,42 +157,20 @@ def _row(sim, half0):
 
 def _drive(sim, state, out, steps, quiet):
     """Run `steps` steps with rows, checkpoints and VTK; then the final checkpoint and summary."""
-    from ..engine import checkpoint
+    from ..engine.cli import run_with_series
     from ..io.outputs import atomic_write_text
-    from ..io.progress import Progress
 
     config = state["config"]
-    sim_cfg = config["simulation"]
     out = Path(out)
-    series = out / "series.csv"
-    new = not series.exists()
     half0 = state["half0"]
-    with open(series, "a", newline="") as fh:
-        writer = csv.writer(fh)
-        if new:
-            writer.writerow(SERIES)
-        every = sim_cfg["output_interval"]
-        ckpt = sim_cfg["checkpoint_interval"]
-        start = state["start_step"]
-        progress = Progress(int(steps), desc="deformable compaction", quiet=quiet)
-        first = sim.step_count
+    start = state["start_step"]
 
-        def on_output(s):
-            row = _row(s, half0)
-            writer.writerow([f"{v:.10g}" if isinstance(v, float) else v for v in row])
-            fh.flush()
-            progress.update(s.step_count - first - progress.n, wall_force=row[2], eps_mean=row[4])
-            if config["output"]["vtk"] and s.deformable.templates is not None:
-                s.deformable.write_vtk(str(out / f"grains_{s.step_count - start:08d}"))
-            if ckpt and (s.step_count - start) % ckpt == 0:
-                checkpoint.save(s, out / "checkpoint.h5", extra={EXTRA_KEY: state})
+    def vtk(s, done):
+        if config["output"]["vtk"] and s.deformable.templates is not None:
+            s.deformable.write_vtk(str(out / f"grains_{done:08d}"))
 
-        t0 = time.perf_counter()
-        with progress:
-            sim.run(steps, callback=on_output, every=every, phase=start)
-            progress.update(sim.step_count - first - progress.n)
-        seconds = time.perf_counter() - t0
-    checkpoint.save(sim, out / "checkpoint.h5", extra={EXTRA_KEY: state})
+    seconds = run_with_series(sim, state, out, steps, quiet, EXTRA_KEY, SERIES, lambda s: _row(s, half0),
+                              "deformable compaction", shown=("wall_force", "eps_mean"), on_output=vtk)
     d = sim.deformable
     row = dict(zip(SERIES, _row(sim, half0)))
     summary = {"scenario": SCENARIO, "n_particles": int(d.n), "kinds": {"deformable": int(d.n)},
@@ -228,26 +204,14 @@ def run_file(path, out, steps=None, quiet=False):
 
 def restart(checkpoint_path, out, steps=None, quiet=False):
     """Continue a run of this scenario from its checkpoint for `steps` more steps (default: to its end)."""
-    from ..engine import checkpoint
-    from ..engine.cli import prepare_output_folder
+    from ..engine.cli import resume_scenario
 
-    out = prepare_output_folder(out)
-    sim, extra = checkpoint.load(checkpoint_path, for_restart=True)
-    state = extra[EXTRA_KEY]
-    done = sim.step_count - state["start_step"]
-    n = max(0, state["config"]["simulation"]["steps"] - done) if steps is None else int(steps)
-    if not quiet:
-        print(f"restarting from {checkpoint_path} at step {done}", flush=True)
+    sim, state, out, n = resume_scenario(checkpoint_path, out, EXTRA_KEY, steps, quiet)
     return _drive(sim, state, out, n, quiet)
 
 
 def is_checkpoint(path):
     """True if the checkpoint at `path` holds a run of this scenario."""
-    from ..io.checkpoint import load_checkpoint
+    from ..engine.checkpoint import holds_extra
 
-    try:
-        _, meta = load_checkpoint(path)
-    except (OSError, ValueError):
-        return False
-    extra = meta.get("extra")
-    return isinstance(extra, dict) and EXTRA_KEY in extra
+    return holds_extra(path, EXTRA_KEY)
