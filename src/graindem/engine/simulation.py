@@ -83,7 +83,8 @@ class Simulation(DeformableGrains, MixedBodies):
     overlap at start as a fraction of the smaller radius. diverge_overlap: an overlap above this
     fraction of the smaller radius during a run means the run diverged. energy_accounting: count
     each contact's tangential work and frictional dissipation (laws.contact_step; slower, and
-    the only way measure()'s frictional_dissipation is filled).
+    the only way measure()'s frictional_dissipation is filled; a run with spheres and level-set
+    grains reports energy_balance_error only with it, NaN without).
     Materials: E, nu, mu, density are material 0; add_material adds more, add_particles and
     add_wall take a material index, set_pair_friction overrides a pair's friction (pair_record).
     sort_particles: renumber the particles in cell order at every neighbour rebuild (faster for
