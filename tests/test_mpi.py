@@ -92,7 +92,7 @@ def assert_same_run(sim, ref):
 
 
 @needs_mpi
-def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(tmp_path):
+def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(tmp_path):
     half = build()
     half.run(150)
     checkpoint.save(half, tmp_path / "serial150.h5")
@@ -104,6 +104,36 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
         checkpoint.save(sim, "ranks150.h5")
         sim.run(150)
         checkpoint.save(sim, "ranks300.h5")
+        # stop requests: a SIGTERM that only rank 0 receives, in a callback (the serial run stops
+        # after it) and, through the run's stop flag, inside a chunk: every rank stops at the same step
+        import os, signal
+        from mpi4py import MPI
+        from graindem.engine.interrupts import RunStopped
+        from graindem.parallel.subdomain import run_decomposed
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        stopped = build()
+        def kill_at_100(s):
+            if rank == 0 and s.step_count == 100:
+                os.kill(os.getpid(), signal.SIGTERM)
+        steps = []
+        try:
+            stopped.run(300, callback=kill_at_100, every=50)
+        except RunStopped as exc:
+            steps.append((exc.step, stopped.step_count, exc.signal))
+        class RequestAtCheck38:  # rank 0's flag set at its 38th check, within a chunk of 100 steps
+            checks = 0
+            @property
+            def flag(self):
+                self.checks += 1
+                return signal.SIGINT if rank == 0 and self.checks >= 38 else None
+        try:
+            run_decomposed(stopped, comm, 150, None, 100, 0, stops=RequestAtCheck38())
+        except RunStopped as exc:
+            steps.append((exc.step, stopped.step_count, exc.signal))
+        open(f"stops{rank}.txt", "w").write(repr(steps))
+        stopped.run(300 - stopped.step_count)
+        checkpoint.save(stopped, "stopped300.h5")
         restarted, _ = checkpoint.load("serial150.h5")
         restarted.run(150)
         checkpoint.save(restarted, "serial150_ranks300.h5")
@@ -128,6 +158,10 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
     m, r = decomposed.measure(), ref.measure()
     for key in ("pressure", "kinetic_energy", "n_contacts", "coordination", "mean_history_length"):
         assert m[key] == r[key], key
+    # stopped by requests on rank 0 only, at the same step on both ranks, then continued
+    for rank in (0, 1):
+        assert (tmp_path / f"stops{rank}.txt").read_text() == "[(100, 100, 15), (138, 138, 2)]"
+    assert_same_run(checkpoint.load(tmp_path / "stopped300.h5")[0], ref)
     # written on 2 ranks, continued on 1
     one, _ = checkpoint.load(tmp_path / "ranks150.h5")
     one.run(150)
@@ -194,3 +228,56 @@ def test_bisection_balances_counts_and_finds_every_halo_neighbour():
                     q = np.clip(f, b[0], b[1])
                     best = np.minimum(best, np.linalg.norm((f - q) * lengths, axis=1))
         assert np.array_equal(near[:, r], best < halo)
+
+
+DIVERGING = textwrap.dedent('''
+    def diverging():
+        """Eight spheres at rest in a periodic box but one pair, in rank 1's half, colliding head-on
+        at 100 m/s with a time step far beyond the stable one: the pair bounces apart with the energy
+        the unstable step adds, one of its spheres crosses the periodic face into rank 0's half and
+        drives sphere 0 into sphere 1 beyond diverge_overlap (found by rank 0 only)."""
+        R = 1e-3
+        sim = Simulation(law="linear", E=70e9, nu=0.25, density=2500.0, dt=2e-6, allow_unstable_dt=True)
+        sim.set_box((-0.01, -0.01, -0.01), (0.01, 0.01, 0.01), periodic=(True, True, True))
+        pos = [[-0.008, 0.0, 0.0], [-0.005, 0.0, 0.0], [-0.002, 0.0, 0.0], [-0.008, 0.005, 0.0],
+               [0.005 - R - 1e-6, 0.0, 0.0], [0.005 + R + 1e-6, 0.0, 0.0], [0.008, 0.005, 0.0], [0.008, -0.005, 0.0]]
+        vel = np.zeros((8, 3))
+        vel[4, 0], vel[5, 0] = 50.0, -50.0
+        sim.add_particles(pos, [R] * 8, velocities=vel)
+        return sim
+''')
+exec(DIVERGING, namespace)
+
+
+@needs_mpi
+def test_a_divergence_found_by_one_rank_stops_every_rank_names_the_serial_contact_and_calls_on_diverge(tmp_path):
+    from graindem.engine.simulation import Diverged
+    _mpirun(tmp_path, DIVERGING + textwrap.dedent('''
+        from mpi4py import MPI
+        from graindem.engine import checkpoint
+        from graindem.engine.simulation import Diverged
+        rank = MPI.COMM_WORLD.Get_rank()
+        sim = diverging()
+        calls = []
+        def save(s):
+            calls.append(s.step_count)
+            checkpoint.save(s, "diverged.h5")
+            return "diverged.h5"
+        try:
+            sim.run(1000, on_diverge=save)
+        except Diverged as exc:
+            open(f"diverged{rank}.txt", "w").write(repr((str(exc), exc.particles, exc.contacts, calls)))
+    '''))
+    ref = namespace["diverging"]()
+    with pytest.raises(Diverged) as info:
+        ref.run(1000)
+    serial = info.value
+    assert serial.contacts == [(0, 1)] and ref.step_count == 6
+    for rank in (0, 1):
+        text = (tmp_path / f"diverged{rank}.txt").read_text()
+        assert text == repr((str(serial) + "; checkpoint written to diverged.h5", serial.particles, serial.contacts,
+                             [ref.step_count]))
+    written, _ = checkpoint.load(tmp_path / "diverged.h5")
+    assert written.step_count == ref.step_count
+    # the spheres of the rank that found the fault are where the serial run left them
+    assert np.array_equal(written.pos[:4], ref.pos[:4])

@@ -37,8 +37,8 @@ from ..contact import rolling as RL
 from ..contact import state as S
 from ..core.cell import CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, wrap_and_grid
 from ..core.layout import (ACC_LOCAL_WORK, ACC_STRESS, CTL_RMAX, CTL_SKIN, CTL_VISC, ICTL_N, ICTL_NPAIRS,
-                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_STATUS,
-                           OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ,
+                           OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
 from ..engine.loop import rebuild_due, run_steps
 from .bisection import Bisection
 from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows
@@ -113,6 +113,8 @@ class Subdomain:
         self.halo = 2.0 * float(sim.ctl[CTL_RMAX]) + float(sim.ctl[CTL_SKIN])
         self.rebalance_every = int(rebalance_every)
         self.rebuilds_since_balance = 0
+        # the damping work done before this decomposition; the ranks' work since is added to it
+        self.base_work = float(sim.acc[ACC_LOCAL_WORK])
         self.local_work = 0.0
         n = sim.n
         gid = np.arange(n, dtype=np.int64)
@@ -219,29 +221,30 @@ class Subdomain:
         self.authoritative = lower < n_own
 
     # ------------------------------------------------------------ stepping
-    def advance(self, nsteps):
-        """nsteps steps of the decomposed run; returns this rank's stress sum of the last step's
-        authoritative rows (9 values, row-major).
+    def advance(self, nsteps, stops=None):
+        """Up to nsteps steps of the decomposed run; returns (stress, stop, diverged): this rank's
+        stress sum of the last step's authoritative rows (9 values, row-major), the stop request
+        honoured (its signal number, 0 for none) and whether some rank found the run diverged.
 
         Each step is one call of the serial time loop (engine.loop.run_steps) on the local state:
         the serial kernels as the serial run compiles them (a kernel called from Python runs its
-        own compiled copy, which may round differently from the copy inlined in run_steps)."""
+        own compiled copy, which may round differently from the copy inlined in run_steps). The
+        decisions that end the steps early (a stop request on any rank, a divergence on any rank)
+        travel in the step's one reduction, so every rank takes them at the same step."""
         stress = np.zeros(9)
-        reduced = np.zeros(2)
+        reduced = np.zeros(3)
         n_own = self.n_own
         for s in range(nsteps):
             L = self.local
             L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + 1024)
             st = L.store
-            before = L.pos.copy() if s == nsteps - 1 else None
+            before = L.pos.copy()
             run_steps(1, L.pos, L.vel, L.omega, L.quat, L.force, L.torque, L.radius, L.mass, L.inertia, L.pmat, L.pid,
                       L.mtab, L.cell, self.step_ctl, L.ictl, L.walls, L.wcand, L.pstart, L.pi, L.pj, L.pfs, L.pist,
                       L.pcq, L.pk, L.pm, L.qi, L.qj, L.qfs, L.qist, L.qcq, L.wfs, L.wist, L.wcq, L.wk, L.wm,
                       L.pos_build, st.pts, st.nxt, st.meta, L.acc, L.out,
                       L.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), L.prs, L.wrs, L.rrel)
             bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
-            if before is not None and not bad:
-                stress = self._authoritative_stress(before)
             # the ghosts' forces are partial sums, and their advance is replaced by their owners'
             L.force[n_own:] = 0.0
             L.torque[n_own:] = 0.0
@@ -249,20 +252,53 @@ class Subdomain:
             # the fixed cell's displacement since the rebuild (advance_particles' measure with s = 1)
             d = L.pos[:n_own] - L.pos_build[:n_own]
             maxd2 = float(np.max(np.einsum("ij,ij->i", d, d))) if n_own else 0.0
-            self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0]), reduced, op=self.max_op)
+            flag = stops.flag if stops is not None else None
+            self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)]), reduced, op=self.max_op)
             if reduced[1] > 0.0:
-                self._diverged(bad)
+                self.fault = self._fault_report(bad)
+                return stress, 0, True
+            stop = int(reduced[2])
+            if s == nsteps - 1 or stop:
+                stress = self._authoritative_stress(before)
             if rebuild_due(L.cell, L.ctl, reduced[0], 0.0):
                 self._rebuild()
-        return stress
+            if stop:
+                return stress, stop, False
+        return stress, 0, False
 
-    def _diverged(self, here):
-        from ..engine.simulation import Diverged
-        step = int(self.local.ictl[ICTL_STEP])
-        self.local.out[OUT_STATUS] = STATUS_DIVERGED
-        where = "on this rank" if here else "on another rank"
-        raise Diverged(f"run diverged at step {step} (MPI rank {self.rank}: {where}): an overlap beyond "
-                       "diverge_overlap or a non-finite state (time step too large or energy blow-up)")
+    def _fault_report(self, here):
+        """This rank's account of the divergence: [kind (0 none, 1 a contact, 2 a sphere), global
+        ids of the contact's two spheres (or the sphere, -1), whether this rank owns the
+        contact's lower-id sphere]."""
+        L = self.local
+        p, ci, cj = int(L.out[OUT_PARTICLE]), int(L.out[OUT_CI]), int(L.out[OUT_CJ])
+        if not here:
+            return np.array([0, -1, -1, 0], dtype=np.int64)
+        if p >= 0:
+            return np.array([2, self.gid[p], -1, 1], dtype=np.int64)
+        a, b = int(self.gid[ci]), int(self.gid[cj])
+        lower = ci if a < b else cj
+        return np.array([1, a, b, 1 if lower < self.n_own else 0], dtype=np.int64)
+
+    def name_fault(self, sim):
+        """Write into sim.out the divergence the serial run reports: the pair pass stops at its
+        first faulty row in the serial order (rows grouped by their lower-id sphere, whose owner
+        holds the whole group in that order), before the spheres are advanced; the integration
+        stops at the first faulty sphere in id order."""
+        reports, _ = allgatherv(self.comm, self.fault, 4)
+        pairs = reports[reports[:, 0] == 1]
+        sim.out[OUT_PARTICLE] = -1
+        sim.out[OUT_CI] = -1
+        sim.out[OUT_CJ] = -1
+        if pairs.shape[0]:
+            key = np.minimum(pairs[:, 1], pairs[:, 2]) * 2 + (1 - pairs[:, 3])
+            first = pairs[np.argmin(key)]
+            sim.out[OUT_CI] = first[1]
+            sim.out[OUT_CJ] = first[2]
+        else:
+            spheres = reports[reports[:, 0] == 2]
+            sim.out[OUT_PARTICLE] = spheres[:, 1].min()
+        sim.out[OUT_STATUS] = STATUS_DIVERGED
 
     def _authoritative_stress(self, pos):
         """Sum of f (x) l over the touching rows this rank is authoritative for, at the positions
@@ -337,6 +373,7 @@ class Subdomain:
         SL, _ = allgatherv(c, slips, 1)
         sums, _ = allgatherv(c, np.concatenate([[self.local_work + float(L.acc[ACC_LOCAL_WORK])], stress]), 10)
         acc = sim.acc.copy()
+        acc[ACC_LOCAL_WORK] = self.base_work
         for r in range(self.size):  # rank order: the same sums on every rank, every time
             acc[ACC_LOCAL_WORK] += sums[r, 0]
         stress_sum = np.zeros(9)
@@ -368,9 +405,17 @@ class Subdomain:
         sim.acc = acc
 
 
-def run_decomposed(sim, comm, steps, callback, every, phase):
-    """Simulation.run of a sphere run over the ranks of `comm` (see the module docstring)."""
+def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverged=None):
+    """Simulation.run of a sphere run over the ranks of `comm` (see the module docstring).
+
+    stops: the run's engine.interrupts.StopRequests; a request seen by any rank stops every rank
+    at the end of the same step, the whole state gathered, with RunStopped. diverged(): called on
+    every rank, with the whole state gathered and sim.out naming the fault as the serial run
+    names it, when some rank finds the run diverged (Simulation raises Diverged there, after
+    on_diverge)."""
     import time
+    from mpi4py import MPI
+    from ..engine.interrupts import RunStopped
     check_decomposable(sim, comm.Get_size())
     t0 = time.perf_counter()
     sub = Subdomain(sim, comm, sim.mpi_rebalance_every)
@@ -379,10 +424,27 @@ def run_decomposed(sim, comm, steps, callback, every, phase):
         chunk = steps - done
         if every is not None:
             chunk = min(chunk, every - (int(sub.local.ictl[ICTL_STEP]) - phase) % every)
-        stress = sub.advance(chunk)
-        done += chunk
+        start = int(sub.local.ictl[ICTL_STEP])
+        stress, stop, fault = sub.advance(chunk, stops)
+        if fault:
+            # ranks that found no fault have finished the step: the serial run's step count is
+            # that of the ranks that stopped inside it
+            step = comm.allreduce(int(sub.local.ictl[ICTL_STEP]), op=MPI.MIN)
+            sub.gather_into(sim, stress)
+            sim.ictl[ICTL_STEP] = step
+            sub.name_fault(sim)
+            sim.timing["run_s"] += time.perf_counter() - t0
+            if diverged is not None:
+                diverged()
+            raise RuntimeError(f"run diverged at step {step} (MPI rank {sub.rank})")
+        done += int(sub.local.ictl[ICTL_STEP]) - start
         sub.gather_into(sim, stress)
         if callback is not None and every is not None and (sim.step_count - phase) % every == 0:
             callback(sim)
+        # a request that arrived outside the steps (while gathering, in the callback)
+        flag = stops.flag if stops is not None else None
+        stop = comm.allreduce(max(stop, int(flag or 0)), op=MPI.MAX)
+        if stop:
+            raise RunStopped(stop, sim.step_count)
     sim.timing["run_s"] += time.perf_counter() - t0
     sim.timing["steps"] += steps
