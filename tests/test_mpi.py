@@ -4,7 +4,9 @@ The MPI runs are child processes started with the MPI launcher (mpiexec of the e
 --oversubscribe for Open MPI: more ranks than free cores); the serial reference runs in this
 process. A periodic box of 300 spheres, squeezed so that they overlap, with random velocities:
 contacts open and close across the subdomain and periodic boundaries, Jäger histories grow, and
-the neighbour list is rebuilt (with migration) several times in 300 steps.
+the neighbour list is rebuilt (with migration) several times in 300 steps. Stop requests that
+reach one rank only and a divergence found by one rank only must stop every rank at the same step,
+as the serial run stops.
 """
 
 import os
