@@ -20,7 +20,8 @@ import pytest
 
 import graindem
 from graindem.contact import state as S
-from graindem.core.layout import ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
+from graindem.core.cell import CELL_L
+from graindem.core.layout import ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
 from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
 from graindem.parallel.bisection import Bisection
@@ -47,10 +48,18 @@ CASE = textwrap.dedent('''
         # radii grown after placement: overlaps up to 12 % push the spheres apart
         sim.add_particles(pos, 1.12 * r, velocities=rng.normal(0.0, 0.05, (n, 3)))
         return sim
+
+    def stretch(sim):
+        """The periodic cell squeezed along y and stretched along x and z by prescribed strain rates."""
+        sim.control_axis(0, strain_rate=100.0)
+        sim.control_axis(1, strain_rate=-200.0)
+        sim.control_axis(2, strain_rate=100.0)
+        return sim
 ''')
 namespace = {}
 exec(CASE, namespace)
 build = namespace["build"]
+stretch = namespace["stretch"]
 
 
 needs_mpi = pytest.mark.skipif(launcher(2) is None, reason="no MPI launcher (mpiexec) with mpi4py in this "
@@ -93,8 +102,10 @@ def assert_same_run(sim, ref):
         assert a["acc"][k] == pytest.approx(b["acc"][k], rel=1e-12, abs=1e-12 * scale)
 
 
-@needs_mpi
-def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(tmp_path):
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """The folder of the runs on 2 ranks the tests below compare (one MPI launch)."""
+    tmp_path = tmp_path_factory.mktemp("two_ranks")
     half = build()
     half.run(150)
     checkpoint.save(half, tmp_path / "serial150.h5")
@@ -148,7 +159,18 @@ def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_c
             from mpi4py import MPI
             if MPI.COMM_WORLD.Get_rank() == 0:
                 open("refused.txt", "w").write(str(exc))
+        cell = stretch(build())
+        cell.run(100)
+        checkpoint.save(cell, "cell100.h5")
+        cell.run(100)
+        checkpoint.save(cell, "cell200.h5")
     ''')
+    return tmp_path
+
+
+@needs_mpi
+def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(two_ranks):
+    tmp_path = two_ranks
     assert "2 MPI ranks for 1 spheres" in (tmp_path / "refused.txt").read_text()
     ref = build()
     ref.run(300)
@@ -173,6 +195,30 @@ def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_c
     assert_same_run(two, ref)
 
 
+@needs_mpi
+def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
+                                                                                                        tmp_path):
+    _mpirun(tmp_path, f'''
+        from graindem.engine import checkpoint
+        sim, _ = checkpoint.load({str(two_ranks / "cell100.h5")!r})
+        sim.run(100)
+        checkpoint.save(sim, "cell100_3ranks200.h5")
+    ''', ranks=3)
+    ref = stretch(build())
+    ref.run(200)
+    m = ref.measure()
+    assert m["n_rebuilds"] >= 5 and m["mean_history_length"] > 1.0
+    assert ref.cell[CELL_L + 1] < 0.999 * ref.cell[CELL_L]  # the cell deformed
+    work = ref.acc[ACC_BOUNDARY_WORK]
+    assert work != 0.0
+    one, _ = checkpoint.load(two_ranks / "cell100.h5")
+    one.run(100)  # written on 2 ranks, continued on 1
+    for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(tmp_path / "cell100_3ranks200.h5")[0]):
+        assert_same_run(sim, ref)
+        # the cell's work on the spheres: the stress summed per rank, then over the ranks
+        assert sim.acc[ACC_BOUNDARY_WORK] == pytest.approx(work, rel=1e-12)
+
+
 def test_the_command_line_refuses_to_run_on_several_ranks(tmp_path, monkeypatch, capsys):
     import graindem.cli as cli
     monkeypatch.setattr(cli, "world", lambda: object())  # what world() gives under mpiexec -n 2
@@ -195,8 +241,13 @@ def test_bad_decompositions_are_refused_with_the_reason():
         check_decomposable(walled, 2)
     with pytest.raises(ValueError, match="41 MPI ranks for 40 spheres"):
         check_decomposable(sim, 41)
+    sim.control_axis(0, stress=1e5)
+    with pytest.raises(ValueError, match=r"the stress servo \(control_axis with stress=\) does not run decomposed"):
+        check_decomposable(sim, 2)
     sim.control_axis(0, strain_rate=1.0)
-    with pytest.raises(ValueError, match="deforming cell"):
+    check_decomposable(sim, 2)  # prescribed strain rates run decomposed
+    sim.control_shear("xy", 1.0)
+    with pytest.raises(ValueError, match="a sheared cell"):
         check_decomposable(sim, 2)
     # bodies crowded near x = 0: the median cut leaves a box thinner than the halo
     frac = np.random.default_rng(1).random((100, 3))
