@@ -4,7 +4,9 @@ The MPI runs are child processes started with the MPI launcher (mpiexec of the e
 --oversubscribe for Open MPI: more ranks than free cores); the serial reference runs in this
 process. A periodic box of 300 spheres, squeezed so that they overlap, with random velocities:
 contacts open and close across the subdomain and periodic boundaries, Jäger histories grow, and
-the neighbour list is rebuilt (with migration) several times in 300 steps.
+the neighbour list is rebuilt (with migration) several times in 300 steps. Stop requests that
+reach one rank only and a divergence found by one rank only must stop every rank at the same step,
+as the serial run stops.
 """
 
 import os
@@ -18,7 +20,8 @@ import pytest
 
 import graindem
 from graindem.contact import state as S
-from graindem.core.layout import ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
+from graindem.core.cell import CELL_L
+from graindem.core.layout import ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
 from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
 from graindem.parallel.bisection import Bisection
@@ -45,10 +48,18 @@ CASE = textwrap.dedent('''
         # radii grown after placement: overlaps up to 12 % push the spheres apart
         sim.add_particles(pos, 1.12 * r, velocities=rng.normal(0.0, 0.05, (n, 3)))
         return sim
+
+    def stretch(sim):
+        """The periodic cell squeezed along y and stretched along x and z by prescribed strain rates."""
+        sim.control_axis(0, strain_rate=100.0)
+        sim.control_axis(1, strain_rate=-200.0)
+        sim.control_axis(2, strain_rate=100.0)
+        return sim
 ''')
 namespace = {}
 exec(CASE, namespace)
 build = namespace["build"]
+stretch = namespace["stretch"]
 
 
 needs_mpi = pytest.mark.skipif(launcher(2) is None, reason="no MPI launcher (mpiexec) with mpi4py in this "
@@ -91,8 +102,10 @@ def assert_same_run(sim, ref):
         assert a["acc"][k] == pytest.approx(b["acc"][k], rel=1e-12, abs=1e-12 * scale)
 
 
-@needs_mpi
-def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(tmp_path):
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    """The folder of the runs on 2 ranks the tests below compare (one MPI launch)."""
+    tmp_path = tmp_path_factory.mktemp("two_ranks")
     half = build()
     half.run(150)
     checkpoint.save(half, tmp_path / "serial150.h5")
@@ -104,6 +117,36 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
         checkpoint.save(sim, "ranks150.h5")
         sim.run(150)
         checkpoint.save(sim, "ranks300.h5")
+        # stop requests: a SIGTERM that only rank 0 receives, in a callback (the serial run stops
+        # after it) and, through the run's stop flag, inside a chunk: every rank stops at the same step
+        import os, signal
+        from mpi4py import MPI
+        from graindem.engine.interrupts import RunStopped
+        from graindem.parallel.subdomain import run_decomposed
+        comm = MPI.COMM_WORLD
+        rank = comm.Get_rank()
+        stopped = build()
+        def kill_at_100(s):
+            if rank == 0 and s.step_count == 100:
+                os.kill(os.getpid(), signal.SIGTERM)
+        steps = []
+        try:
+            stopped.run(300, callback=kill_at_100, every=50)
+        except RunStopped as exc:
+            steps.append((exc.step, stopped.step_count, exc.signal))
+        class RequestAtCheck38:  # rank 0's flag set at its 38th check, within a chunk of 100 steps
+            checks = 0
+            @property
+            def flag(self):
+                self.checks += 1
+                return signal.SIGINT if rank == 0 and self.checks >= 38 else None
+        try:
+            run_decomposed(stopped, comm, 150, None, 100, 0, stops=RequestAtCheck38())
+        except RunStopped as exc:
+            steps.append((exc.step, stopped.step_count, exc.signal))
+        open(f"stops{rank}.txt", "w").write(repr(steps))
+        stopped.run(300 - stopped.step_count)
+        checkpoint.save(stopped, "stopped300.h5")
         restarted, _ = checkpoint.load("serial150.h5")
         restarted.run(150)
         checkpoint.save(restarted, "serial150_ranks300.h5")
@@ -116,7 +159,18 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
             from mpi4py import MPI
             if MPI.COMM_WORLD.Get_rank() == 0:
                 open("refused.txt", "w").write(str(exc))
+        cell = stretch(build())
+        cell.run(100)
+        checkpoint.save(cell, "cell100.h5")
+        cell.run(100)
+        checkpoint.save(cell, "cell200.h5")
     ''')
+    return tmp_path
+
+
+@needs_mpi
+def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(two_ranks):
+    tmp_path = two_ranks
     assert "2 MPI ranks for 1 spheres" in (tmp_path / "refused.txt").read_text()
     ref = build()
     ref.run(300)
@@ -128,6 +182,10 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
     m, r = decomposed.measure(), ref.measure()
     for key in ("pressure", "kinetic_energy", "n_contacts", "coordination", "mean_history_length"):
         assert m[key] == r[key], key
+    # stopped by requests on rank 0 only, at the same step on both ranks, then continued
+    for rank in (0, 1):
+        assert (tmp_path / f"stops{rank}.txt").read_text() == "[(100, 100, 15), (138, 138, 2)]"
+    assert_same_run(checkpoint.load(tmp_path / "stopped300.h5")[0], ref)
     # written on 2 ranks, continued on 1
     one, _ = checkpoint.load(tmp_path / "ranks150.h5")
     one.run(150)
@@ -135,6 +193,30 @@ def test_two_ranks_run_the_serial_trajectory_restart_across_rank_counts_and_refu
     # written on 1 rank, continued on 2
     two, _ = checkpoint.load(tmp_path / "serial150_ranks300.h5")
     assert_same_run(two, ref)
+
+
+@needs_mpi
+def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
+                                                                                                        tmp_path):
+    _mpirun(tmp_path, f'''
+        from graindem.engine import checkpoint
+        sim, _ = checkpoint.load({str(two_ranks / "cell100.h5")!r})
+        sim.run(100)
+        checkpoint.save(sim, "cell100_3ranks200.h5")
+    ''', ranks=3)
+    ref = stretch(build())
+    ref.run(200)
+    m = ref.measure()
+    assert m["n_rebuilds"] >= 5 and m["mean_history_length"] > 1.0
+    assert ref.cell[CELL_L + 1] < 0.999 * ref.cell[CELL_L]  # the cell deformed
+    work = ref.acc[ACC_BOUNDARY_WORK]
+    assert work != 0.0
+    one, _ = checkpoint.load(two_ranks / "cell100.h5")
+    one.run(100)  # written on 2 ranks, continued on 1
+    for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(tmp_path / "cell100_3ranks200.h5")[0]):
+        assert_same_run(sim, ref)
+        # the cell's work on the spheres: the stress summed per rank, then over the ranks
+        assert sim.acc[ACC_BOUNDARY_WORK] == pytest.approx(work, rel=1e-12)
 
 
 def test_the_command_line_refuses_to_run_on_several_ranks(tmp_path, monkeypatch, capsys):
@@ -159,8 +241,13 @@ def test_bad_decompositions_are_refused_with_the_reason():
         check_decomposable(walled, 2)
     with pytest.raises(ValueError, match="41 MPI ranks for 40 spheres"):
         check_decomposable(sim, 41)
+    sim.control_axis(0, stress=1e5)
+    with pytest.raises(ValueError, match=r"the stress servo \(control_axis with stress=\) does not run decomposed"):
+        check_decomposable(sim, 2)
     sim.control_axis(0, strain_rate=1.0)
-    with pytest.raises(ValueError, match="deforming cell"):
+    check_decomposable(sim, 2)  # prescribed strain rates run decomposed
+    sim.control_shear("xy", 1.0)
+    with pytest.raises(ValueError, match="a sheared cell"):
         check_decomposable(sim, 2)
     # bodies crowded near x = 0: the median cut leaves a box thinner than the halo
     frac = np.random.default_rng(1).random((100, 3))
@@ -194,3 +281,56 @@ def test_bisection_balances_counts_and_finds_every_halo_neighbour():
                     q = np.clip(f, b[0], b[1])
                     best = np.minimum(best, np.linalg.norm((f - q) * lengths, axis=1))
         assert np.array_equal(near[:, r], best < halo)
+
+
+DIVERGING = textwrap.dedent('''
+    def diverging():
+        """Eight spheres at rest in a periodic box but one pair, in rank 1's half, colliding head-on
+        at 100 m/s with a time step far beyond the stable one: the pair bounces apart with the energy
+        the unstable step adds, one of its spheres crosses the periodic face into rank 0's half and
+        drives sphere 0 into sphere 1 beyond diverge_overlap (found by rank 0 only)."""
+        R = 1e-3
+        sim = Simulation(law="linear", E=70e9, nu=0.25, density=2500.0, dt=2e-6, allow_unstable_dt=True)
+        sim.set_box((-0.01, -0.01, -0.01), (0.01, 0.01, 0.01), periodic=(True, True, True))
+        pos = [[-0.008, 0.0, 0.0], [-0.005, 0.0, 0.0], [-0.002, 0.0, 0.0], [-0.008, 0.005, 0.0],
+               [0.005 - R - 1e-6, 0.0, 0.0], [0.005 + R + 1e-6, 0.0, 0.0], [0.008, 0.005, 0.0], [0.008, -0.005, 0.0]]
+        vel = np.zeros((8, 3))
+        vel[4, 0], vel[5, 0] = 50.0, -50.0
+        sim.add_particles(pos, [R] * 8, velocities=vel)
+        return sim
+''')
+exec(DIVERGING, namespace)
+
+
+@needs_mpi
+def test_a_divergence_found_by_one_rank_stops_every_rank_names_the_serial_contact_and_calls_on_diverge(tmp_path):
+    from graindem.engine.simulation import Diverged
+    _mpirun(tmp_path, DIVERGING + textwrap.dedent('''
+        from mpi4py import MPI
+        from graindem.engine import checkpoint
+        from graindem.engine.simulation import Diverged
+        rank = MPI.COMM_WORLD.Get_rank()
+        sim = diverging()
+        calls = []
+        def save(s):
+            calls.append(s.step_count)
+            checkpoint.save(s, "diverged.h5")
+            return "diverged.h5"
+        try:
+            sim.run(1000, on_diverge=save)
+        except Diverged as exc:
+            open(f"diverged{rank}.txt", "w").write(repr((str(exc), exc.particles, exc.contacts, calls)))
+    '''))
+    ref = namespace["diverging"]()
+    with pytest.raises(Diverged) as info:
+        ref.run(1000)
+    serial = info.value
+    assert serial.contacts == [(0, 1)] and ref.step_count == 6
+    for rank in (0, 1):
+        text = (tmp_path / f"diverged{rank}.txt").read_text()
+        assert text == repr((str(serial) + "; checkpoint written to diverged.h5", serial.particles, serial.contacts,
+                             [ref.step_count]))
+    written, _ = checkpoint.load(tmp_path / "diverged.h5")
+    assert written.step_count == ref.step_count
+    # the spheres of the rank that found the fault are where the serial run left them
+    assert np.array_equal(written.pos[:4], ref.pos[:4])

@@ -1076,7 +1076,8 @@ class Simulation(DeformableGrains, MixedBodies):
             return self._run_deformable(steps, callback, every, phase, stops, on_diverge)
         if comm is not None:
             from ..parallel.subdomain import run_decomposed
-            return run_decomposed(self, comm, steps, callback, every, phase)
+            return run_decomposed(self, comm, steps, callback, every, phase, stops,
+                                  diverged=lambda: self._diverged(on_diverge))
         done = 0
         t0 = time.perf_counter()
         while done < steps:

@@ -35,11 +35,15 @@ import numpy as np
 
 from ..contact import rolling as RL
 from ..contact import state as S
-from ..core.cell import CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, wrap_and_grid
-from ..core.layout import (ACC_LOCAL_WORK, ACC_STRESS, CTL_RMAX, CTL_SKIN, CTL_VISC, ICTL_N, ICTL_NPAIRS,
-                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_STATUS,
-                           OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+from ..core.cell import CELL_INTEGRAL, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_TILT, wrap_and_grid
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SKIN, CTL_VISC,
+                           ICTL_MODE, ICTL_N, ICTL_NPAIRS, N_PRM, PRM_PAIR,
+                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ,
+                           OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+from ..boundaries.servo import servo
+from ..engine.history import refresh_live
 from ..engine.loop import rebuild_due, run_steps
+from ..engine.pair_pass import N_SC, pair_forces
 from .bisection import Bisection
 from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows
 from .world import HaloUpdate, allgatherv, alltoallv
@@ -64,16 +68,28 @@ def check_decomposable(sim, nranks):
         what = "viscous damping (restitution)"
     elif sim.adaptive_dt:
         what = "adaptive_dt"
-    elif (np.any(sim.mode != 0) or np.any(sim.rate != 0.0) or np.any(sim.shear != 0.0)
-          or np.any(sim.cell[CELL_TILT:CELL_TILT + 3] != 0.0)
-          or np.any(sim.cell[CELL_L:CELL_L + 3] != sim.cell[CELL_LBUILD:CELL_LBUILD + 3])):
-        what = "a deforming cell (control_axis, control_shear)"
+    elif np.any(sim.shear != 0.0) or np.any(sim.cell[CELL_TILT:CELL_TILT + 3] != 0.0):
+        what = "a sheared cell (control_shear)"
+    elif np.any((sim.mode == 1) & np.array(sim.periodic, dtype=bool)):
+        # the servo's input, the stress sum over all rows, is added over the ranks in another order
+        # than the serial sum; a dense packing amplifies that rounding far beyond 1e-12 within a few
+        # hundred steps (docs/parallel-mpi.md)
+        what = "the stress servo (control_axis with stress=)"
     if what is not None:
         raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
-                         "support spheres in a fixed box, periodic or not, without walls; see docs/parallel-mpi.md)")
+                         "support spheres in a box, periodic or not, fixed or stretched by prescribed strain rates, "
+                         "without walls, shear or the stress servo; see docs/parallel-mpi.md)")
     if sim.n < nranks:
         raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
                          "of spheres (every rank owns at least one)")
+
+
+def build_cell(cell):
+    """The cell as it was at the last neighbour rebuild (its lengths then; an unsheared cell
+    stretches about its origin)."""
+    built = cell.copy()
+    built[CELL_L:CELL_L + 3] = cell[CELL_LBUILD:CELL_LBUILD + 3]
+    return built
 
 
 def fractions(pos, cell, periodic):
@@ -113,19 +129,34 @@ class Subdomain:
         self.halo = 2.0 * float(sim.ctl[CTL_RMAX]) + float(sim.ctl[CTL_SKIN])
         self.rebalance_every = int(rebalance_every)
         self.rebuilds_since_balance = 0
+        # the damping work done before this decomposition; the ranks' work since is added to it
+        self.base_work = float(sim.acc[ACC_LOCAL_WORK])
         self.local_work = 0.0
+        # a cell stretched by prescribed strain rates: the loop stretches it on every rank alike;
+        # the work it does on the spheres needs the stress of all ranks every step (_cell_rates)
+        self.mode = sim.ictl[ICTL_MODE:ICTL_MODE + 3].copy()
+        self.rate = sim.ctl[CTL_RATE:CTL_RATE + 3].copy()
+        self.deforming = bool(np.any(self.mode != 0) or np.any(self.rate != 0.0))
+        self.base_boundary = float(sim.acc[ACC_BOUNDARY_WORK])
+        self.boundary_work = 0.0
         n = sim.n
         gid = np.arange(n, dtype=np.int64)
-        frac = fractions(sim.pos_build, sim.cell, self.periodic)
-        self.tree = self._bisect(frac, gid, sim.cell)
+        built = build_cell(sim.cell)
+        frac = fractions(sim.pos_build, built, self.periodic)
+        self.tree = self._bisect(frac, gid, built)
         owner = self.tree.owner(frac)
-        near = self.tree.halo_ranks(frac, self.periodic, self.halo)
+        near = self._halo_ranks(frac, built)
         mine = owner == self.rank
         local = np.flatnonzero(mine | near[:, self.rank])
         m = int(sim.ictl[ICTL_NPAIRS])
         rows = np.flatnonzero(mine[sim.pi[:m]] | mine[sim.pj[:m]])
         packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.store, rows)
         self._assemble(sim, *pack_bodies(sim, local, gid, owner[local]), *packed_rows, listed=True)
+
+    def _halo_ranks(self, frac, cell):
+        """halo_ranks of fractional positions in the cell `cell` (its lengths now)."""
+        self.tree.lengths = cell[CELL_L:CELL_L + 3].copy()
+        return self.tree.halo_ranks(frac, self.periodic, self.halo)
 
     def _bisect(self, frac, gid, cell):
         tree = Bisection(frac, gid, self.size, cell[CELL_L:CELL_L + 3])
@@ -210,8 +241,11 @@ class Subdomain:
         # and never rebuilds by itself: rebuilds are collective (_rebuild)
         self.step_ctl = L.ctl.copy()
         self.step_ctl[CTL_SKIN] = np.inf
+        if self.deforming:
+            L.ictl[ICTL_MODE:ICTL_MODE + 3] = 0
         own = np.arange(n_own)
-        near = self.tree.halo_ranks(fractions(L.pos_build[:n_own], L.cell, self.periodic), self.periodic, self.halo)
+        built = build_cell(L.cell)
+        near = self._halo_ranks(fractions(L.pos_build[:n_own], built, self.periodic), built)
         send = [own[near[:, r]] if r != self.rank else own[:0] for r in range(self.size)]
         recv = [np.flatnonzero(self.owner == r) if r != self.rank else own[:0] for r in range(self.size)]
         self.halo_update = HaloUpdate(self.comm, send, recv, HALO_FLOATS)
@@ -219,50 +253,136 @@ class Subdomain:
         self.authoritative = lower < n_own
 
     # ------------------------------------------------------------ stepping
-    def advance(self, nsteps):
-        """nsteps steps of the decomposed run; returns this rank's stress sum of the last step's
-        authoritative rows (9 values, row-major).
+    def advance(self, nsteps, stops=None):
+        """Up to nsteps steps of the decomposed run; returns (stress, stop, diverged): this rank's
+        stress sum of the last step's authoritative rows (9 values, row-major), the stop request
+        honoured (its signal number, 0 for none) and whether some rank found the run diverged.
 
         Each step is one call of the serial time loop (engine.loop.run_steps) on the local state:
         the serial kernels as the serial run compiles them (a kernel called from Python runs its
-        own compiled copy, which may round differently from the copy inlined in run_steps)."""
+        own compiled copy, which may round differently from the copy inlined in run_steps). The
+        decisions that end the steps early (a stop request on any rank, a divergence on any rank)
+        travel in the step's one reduction, so every rank takes them at the same step."""
         stress = np.zeros(9)
-        reduced = np.zeros(2)
+        reduced = np.zeros(3)
         n_own = self.n_own
         for s in range(nsteps):
             L = self.local
             L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + 1024)
             st = L.store
-            before = L.pos.copy() if s == nsteps - 1 else None
+            before = L.pos.copy()
+            if self.deforming:
+                self._cell_rates()
             run_steps(1, L.pos, L.vel, L.omega, L.quat, L.force, L.torque, L.radius, L.mass, L.inertia, L.pmat, L.pid,
                       L.mtab, L.cell, self.step_ctl, L.ictl, L.walls, L.wcand, L.pstart, L.pi, L.pj, L.pfs, L.pist,
                       L.pcq, L.pk, L.pm, L.qi, L.qj, L.qfs, L.qist, L.qcq, L.wfs, L.wist, L.wcq, L.wk, L.wm,
                       L.pos_build, st.pts, st.nxt, st.meta, L.acc, L.out,
                       L.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), L.prs, L.wrs, L.rrel)
             bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
-            if before is not None and not bad:
-                stress = self._authoritative_stress(before)
             # the ghosts' forces are partial sums, and their advance is replaced by their owners'
             L.force[n_own:] = 0.0
             L.torque[n_own:] = 0.0
             self.halo_update(L.pos, L.vel, L.omega, L.quat)
-            # the fixed cell's displacement since the rebuild (advance_particles' measure with s = 1)
-            d = L.pos[:n_own] - L.pos_build[:n_own]
+            # the displacement since the rebuild (advance_particles' measure, relative to the cell's
+            # stretch since the rebuild when it deforms)
+            if self.deforming:
+                lo = L.cell[CELL_LO:CELL_LO + 3]
+                stretch = L.cell[CELL_L:CELL_L + 3] / L.cell[CELL_LBUILD:CELL_LBUILD + 3]
+                d = L.pos[:n_own] - (lo + (L.pos_build[:n_own] - lo) * stretch)
+            else:
+                d = L.pos[:n_own] - L.pos_build[:n_own]
             maxd2 = float(np.max(np.einsum("ij,ij->i", d, d))) if n_own else 0.0
-            self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0]), reduced, op=self.max_op)
+            flag = stops.flag if stops is not None else None
+            self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)]), reduced, op=self.max_op)
             if reduced[1] > 0.0:
-                self._diverged(bad)
+                self.fault = self._fault_report(bad)
+                return stress, 0, True
+            stop = int(reduced[2])
+            if s == nsteps - 1 or stop:
+                stress = self.stress_part if self.deforming else self._authoritative_stress(before)
             if rebuild_due(L.cell, L.ctl, reduced[0], 0.0):
                 self._rebuild()
-        return stress
+            if stop:
+                return stress, stop, False
+        return stress, 0, False
 
-    def _diverged(self, here):
-        from ..engine.simulation import Diverged
-        step = int(self.local.ictl[ICTL_STEP])
-        self.local.out[OUT_STATUS] = STATUS_DIVERGED
-        where = "on this rank" if here else "on another rank"
-        raise Diverged(f"run diverged at step {step} (MPI rank {self.rank}: {where}): an overlap beyond "
-                       "diverge_overlap or a non-finite state (time step too large or energy blow-up)")
+    def _cell_rates(self):
+        """The cell's strain rates of the coming step and the work the cell does in it, as the
+        serial servo (engine.loop: boundaries.servo) sets them, the rates into the loop's
+        prescribed rates: a trial pair pass over copies of this rank's authoritative rows gives its
+        share of the step's stress sum, the shares are added in rank order (the same sum on every
+        rank, rounded differently from the serial sum over all rows), and the servo runs on it.
+        With prescribed rates (the servo is refused) only the boundary work depends on that sum."""
+        L = self.local
+        m = int(L.ictl[ICTL_NPAIRS])
+        rows = np.flatnonzero(self.authoritative[:m])
+        k = rows.size
+        ictl = L.ictl.copy()
+        ictl[ICTL_NPAIRS] = k
+        pfs, pist = L.pfs[rows], L.pist[rows]
+        live = np.empty(k, dtype=np.uint8)
+        refresh_live(pfs, pist, k, live)
+        prm = np.empty(N_PRM)
+        prm[PRM_PAIR] = -1.0
+        acc = np.zeros_like(L.acc)
+        st = L.store
+        ok = pair_forces(L.pos, L.vel, L.omega, np.zeros_like(L.force), np.zeros_like(L.torque), L.radius, prm,
+                         L.mtab, L.cell, self.step_ctl, ictl, np.ascontiguousarray(L.pi[rows]),
+                         np.ascontiguousarray(L.pj[rows]), pfs, pist, L.pcq[rows], L.pk[rows], L.pm[rows],
+                         st.pts.copy(), st.nxt.copy(), st.meta.copy(), acc, L.out.copy(), np.empty((k, N_SC)),
+                         np.empty(k, dtype=np.int32), live)
+        part = acc[ACC_STRESS:ACC_STRESS + 9].copy() if ok else np.zeros(9)
+        self.stress_part = part
+        parts, _ = allgatherv(self.comm, part[None, :], 9)
+        total = np.zeros(9)
+        for r in range(self.size):  # rank order
+            total += parts[r]
+        acc = L.acc.copy()
+        acc[ACC_STRESS:ACC_STRESS + 9] = total
+        acc[ACC_BOUNDARY_WORK] = 0.0
+        cell = L.cell.copy()
+        ictl = L.ictl.copy()
+        ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
+        ctl = self.step_ctl.copy()
+        ctl[CTL_RATE:CTL_RATE + 3] = self.rate
+        servo(cell, ctl, ictl, acc)
+        self.boundary_work += acc[ACC_BOUNDARY_WORK]
+        L.cell[CELL_INTEGRAL:CELL_INTEGRAL + 3] = cell[CELL_INTEGRAL:CELL_INTEGRAL + 3]
+        self.step_ctl[CTL_RATE:CTL_RATE + 3] = cell[CELL_RATE:CELL_RATE + 3]
+
+    def _fault_report(self, here):
+        """This rank's account of the divergence: [kind (0 none, 1 a contact, 2 a sphere), global
+        ids of the contact's two spheres (or the sphere, -1), whether this rank owns the
+        contact's lower-id sphere]."""
+        L = self.local
+        p, ci, cj = int(L.out[OUT_PARTICLE]), int(L.out[OUT_CI]), int(L.out[OUT_CJ])
+        if not here:
+            return np.array([0, -1, -1, 0], dtype=np.int64)
+        if p >= 0:
+            return np.array([2, self.gid[p], -1, 1], dtype=np.int64)
+        a, b = int(self.gid[ci]), int(self.gid[cj])
+        lower = ci if a < b else cj
+        return np.array([1, a, b, 1 if lower < self.n_own else 0], dtype=np.int64)
+
+    def name_fault(self, sim):
+        """Write into sim.out the divergence the serial run reports: the pair pass stops at its
+        first faulty row in the serial order (rows grouped by their lower-id sphere, whose owner
+        holds the whole group in that order), before the spheres are advanced; the integration
+        stops at the first faulty sphere in id order."""
+        reports, _ = allgatherv(self.comm, self.fault, 4)
+        pairs = reports[reports[:, 0] == 1]
+        sim.out[OUT_PARTICLE] = -1
+        sim.out[OUT_CI] = -1
+        sim.out[OUT_CJ] = -1
+        if pairs.shape[0]:
+            key = np.minimum(pairs[:, 1], pairs[:, 2]) * 2 + (1 - pairs[:, 3])
+            first = pairs[np.argmin(key)]
+            sim.out[OUT_CI] = first[1]
+            sim.out[OUT_CJ] = first[2]
+        else:
+            spheres = reports[reports[:, 0] == 2]
+            sim.out[OUT_PARTICLE] = spheres[:, 1].min()
+        sim.out[OUT_STATUS] = STATUS_DIVERGED
 
     def _authoritative_stress(self, pos):
         """Sum of f (x) l over the touching rows this rank is authoritative for, at the positions
@@ -295,7 +415,7 @@ class Subdomain:
             self.tree = self._bisect(all_frac, all_gid[:, 0], L.cell)
             self.rebuilds_since_balance = 0
         new_owner = self.tree.owner(frac)
-        dest = self.tree.halo_ranks(frac[own], self.periodic, self.halo)
+        dest = self._halo_ranks(frac[own], L.cell)
         dest[np.arange(own.size), new_owner[own]] = True
         bf, bi = pack_bodies(L, own, self.gid, new_owner[own])
         m = int(L.ictl[ICTL_NPAIRS])
@@ -337,12 +457,15 @@ class Subdomain:
         SL, _ = allgatherv(c, slips, 1)
         sums, _ = allgatherv(c, np.concatenate([[self.local_work + float(L.acc[ACC_LOCAL_WORK])], stress]), 10)
         acc = sim.acc.copy()
+        acc[ACC_LOCAL_WORK] = self.base_work
         for r in range(self.size):  # rank order: the same sums on every rank, every time
             acc[ACC_LOCAL_WORK] += sums[r, 0]
         stress_sum = np.zeros(9)
         for r in range(self.size):
             stress_sum += sums[r, 1:]
         acc[ACC_STRESS:ACC_STRESS + 9] = stress_sum
+        if self.deforming:
+            acc[ACC_BOUNDARY_WORK] = self.base_boundary + self.boundary_work
         nrows = RI.shape[0]
         sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
         cap = sim.pi.shape[0]
@@ -354,23 +477,35 @@ class Subdomain:
         ictl[ICTL_NPAIRS] = nrows
         ictl[ICTL_NWCAND] = 0
         sim.ictl = ictl
-        sim.cell = L.cell.copy()
+        cell = L.cell.copy()
+        sim.ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
         sim.vel = np.ascontiguousarray(BF[:, 3:6])
         sim.omega = np.ascontiguousarray(BF[:, 6:9])
         sim.quat = np.ascontiguousarray(BF[:, 9:13])
         sim.force = np.zeros((sim.n, 3))
         sim.torque = np.zeros((sim.n, 3))
-        # the serial list is the build of the build positions: rebuild it there, then move on
+        # the serial list is the build of the build positions in the cell of the build: rebuild it
+        # there, then move on
+        sim.cell = build_cell(cell)
         sim.pos = np.ascontiguousarray(BF[:, 16:19])
         sim._rebuild()
         sim.pos = np.ascontiguousarray(BF[:, 0:3])
+        sim.cell = cell
         sim.ictl[ICTL_NREBUILDS] = L.ictl[ICTL_NREBUILDS]
         sim.acc = acc
 
 
-def run_decomposed(sim, comm, steps, callback, every, phase):
-    """Simulation.run of a sphere run over the ranks of `comm` (see the module docstring)."""
+def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverged=None):
+    """Simulation.run of a sphere run over the ranks of `comm` (see the module docstring).
+
+    stops: the run's engine.interrupts.StopRequests; a request seen by any rank stops every rank
+    at the end of the same step, the whole state gathered, with RunStopped. diverged(): called on
+    every rank, with the whole state gathered and sim.out naming the fault as the serial run
+    names it, when some rank finds the run diverged (Simulation raises Diverged there, after
+    on_diverge)."""
     import time
+    from mpi4py import MPI
+    from ..engine.interrupts import RunStopped
     check_decomposable(sim, comm.Get_size())
     t0 = time.perf_counter()
     sub = Subdomain(sim, comm, sim.mpi_rebalance_every)
@@ -379,10 +514,27 @@ def run_decomposed(sim, comm, steps, callback, every, phase):
         chunk = steps - done
         if every is not None:
             chunk = min(chunk, every - (int(sub.local.ictl[ICTL_STEP]) - phase) % every)
-        stress = sub.advance(chunk)
-        done += chunk
+        start = int(sub.local.ictl[ICTL_STEP])
+        stress, stop, fault = sub.advance(chunk, stops)
+        if fault:
+            # ranks that found no fault have finished the step: the serial run's step count is
+            # that of the ranks that stopped inside it
+            step = comm.allreduce(int(sub.local.ictl[ICTL_STEP]), op=MPI.MIN)
+            sub.gather_into(sim, stress)
+            sim.ictl[ICTL_STEP] = step
+            sub.name_fault(sim)
+            sim.timing["run_s"] += time.perf_counter() - t0
+            if diverged is not None:
+                diverged()
+            raise RuntimeError(f"run diverged at step {step} (MPI rank {sub.rank})")
+        done += int(sub.local.ictl[ICTL_STEP]) - start
         sub.gather_into(sim, stress)
         if callback is not None and every is not None and (sim.step_count - phase) % every == 0:
             callback(sim)
+        # a request that arrived outside the steps (while gathering, in the callback)
+        flag = stops.flag if stops is not None else None
+        stop = comm.allreduce(max(stop, int(flag or 0)), op=MPI.MAX)
+        if stop:
+            raise RunStopped(stop, sim.step_count)
     sim.timing["run_s"] += time.perf_counter() - t0
     sim.timing["steps"] += steps
