@@ -12,159 +12,21 @@ rebuilds and sorting) and print state hashes along the way, which must agree exa
 """
 
 import os
-import pathlib
-import subprocess
-import sys
-import textwrap
-import threading
 
 import pytest
 
-SCRIPT = textwrap.dedent("""
-    import hashlib
-    import numpy as np
-    from graindem.engine.simulation import Simulation
-    from graindem.engine import prepare
-    rng = np.random.default_rng(7)
-    n = 60
-    r = 1.5e-4 * (1 + 0.2 * rng.uniform(-1, 1, n))
-    L = (np.sum(4 / 3 * np.pi * r ** 3) / 0.3) ** (1 / 3)
-    pos = prepare.random_gas(n, r, np.full(3, L), rng)
-    sim = Simulation(law="jaeger", E=70e9, nu=0.25, mu=0.3, density=2650.0, local_damping=0.7,
-                     restitution=0.5, reference_overlap=1e-7)
-    sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.add_particles(pos, r)
-    sim.setup()
-    for k in range(3):
-        sim.control_axis(k, stress=1e5, gain=2e-5 / sim.dt, max_rate=2e-5 / sim.dt)
-
-    def digest():
-        h = hashlib.sha1()
-        for a in (sim.pos, sim.vel, sim.omega, sim.pfs):
-            h.update(np.ascontiguousarray(a).tobytes())
-        return h.hexdigest()[:16]
-
-    for _ in range(3):
-        sim.run(1500)
-        print("servo", sim.step_count, digest())
-    sim.control_shear("xy", 2e-3 / (1e4 * sim.dt))
-    for _ in range(2):
-        sim.run(1500)
-        print("shear", sim.step_count, digest())
-
-    # Walls (their passes are compiled apart from the pair passes): a layer of spinning, sliding
-    # spheres squeezed between a floor and a lid and against side walls, in contact from the start.
-    r0 = 1.5e-4
-    m = 6
-    L = 2 * r0 * m * 0.999
-    xy = (np.arange(m) * 2 * r0 * 0.999 + r0 * 0.999)
-    X, Y = np.meshgrid(xy, xy)
-    pos = np.column_stack([X.ravel(), Y.ravel(), np.full(m * m, r0 * 0.999)])
-    rad = r0 * (1 + 0.01 * rng.uniform(-1, 1, m * m))
-    walled = Simulation(law="jaeger", E=70e9, nu=0.25, mu=0.3, density=2650.0, restitution=0.5,
-                        local_damping=0.3, gravity=(0, 0, -9.81), reference_overlap=1e-7)
-    walled.set_box((0, 0, 0), (L, L, 4 * r0))
-    walled.add_wall((0, 0, 0), (0, 0, 1))
-    walled.add_wall((0, 0, 2 * r0 * 0.998), (0, 0, -1))
-    for k in range(2):
-        walled.add_wall((0, 0, 0), np.eye(3)[k])
-        walled.add_wall((L, L, 0), -np.eye(3)[k])
-    walled.add_particles(pos, rad, velocities=rng.normal(0, 0.05, (m * m, 3)) * (1, 1, 0),
-                         angular_velocities=rng.normal(0, 2000.0, (m * m, 3)))
-    walled.setup()
-    for _ in range(2):
-        walled.run(1500)
-        h = hashlib.sha1()
-        for a in (walled.pos, walled.vel, walled.omega, walled.pfs, walled.wfs):
-            h.update(np.ascontiguousarray(a).tobytes())
-        print("walls", walled.step_count, walled.measure()["n_wall_contacts"], h.hexdigest()[:16])
-
-    # A box of five fixed walls and a lid moving down, slanted strong gravity, particles sorted at
-    # the many rebuilds (without graindem._jit's own copies a fresh and a cached process part here
-    # within a few hundred steps, in the last bits of a pair frame, pcq, hashed with the rest).
-    rng = np.random.default_rng(3)
-    n = 300
-    L = 0.012
-    pos = np.column_stack([rng.uniform(0.0012, L - 0.0012, n), rng.uniform(0.0012, L - 0.0012, n),
-                           rng.uniform(0.0006, 0.012, n)])
-    rad = rng.uniform(0.00045, 0.00055, n)
-    keep = []
-    for k in range(n):
-        if all(np.linalg.norm(pos[k] - pos[q]) > rad[k] + rad[q] for q in keep):
-            keep.append(k)
-    boxed = Simulation(law="mindlin", E=7e8, nu=0.25, mu=0.4, density=2500.0, restitution=0.6,
-                       gravity=(800, 500, -5000), sort_particles=True)
-    boxed.set_box((0, 0, 0), (L, L, 0.08))
-    for p, nn in (((0, 0, 0), (1, 0, 0)), ((L, 0, 0), (-1, 0, 0)), ((0, 0, 0), (0, 1, 0)),
-                  ((0, L, 0), (0, -1, 0)), ((0, 0, 0), (0, 0, 1))):
-        boxed.add_wall(p, nn)
-    boxed.add_wall((0, 0, 0.013), (0, 0, -1), velocity=(0, 0, -0.3))
-    boxed.add_particles(pos[keep], rad[keep])
-    for steps in (600, 900):
-        boxed.run(steps)
-        h = hashlib.sha1()
-        for a in (boxed.pos, boxed.vel, boxed.omega, boxed.quat, boxed.pfs, boxed.pcq, boxed.wfs, boxed.walls):
-            h.update(np.ascontiguousarray(a).tobytes())
-        m = boxed.measure()
-        print("lid", boxed.step_count, m["n_wall_contacts"], m["n_rebuilds"], h.hexdigest()[:16])
-""")
-
-
-class FreshAndCachedRuns:
-    """The two child runs, one after the other in a background thread.
-
-    tests/conftest.py starts them as soon as this test is collected: they spend minutes compiling in
-    their own processes, and started early they use the machine's other core while the rest of the
-    suite runs instead of holding the suite for their whole length.
-    """
-
-    def __init__(self, cache_dir):
-        self.cache_dir = pathlib.Path(cache_dir)
-        self.result = None
-        self._child = None
-        self._stopped = False
-        self._thread = threading.Thread(target=self._both, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        env = dict(os.environ)
-        env.pop("NUMBA_CACHE_DIR", None)
-        env["GRAINDEM_NUMBA_CACHE"] = str(self.cache_dir)
-        if self._stopped:
-            raise RuntimeError("stopped")
-        self._child = subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)
-        out, err = self._child.communicate(timeout=1800)
-        assert self._child.returncode == 0, err[-3000:]
-        return out.split("\n")
-
-    def _both(self):
-        try:
-            fresh = self._run()     # compiles everything into the empty directory
-            filled = any(self.cache_dir.rglob("*.nbi"))
-            cached = self._run()    # loads the same kernels from the cache
-            self.result = (fresh, filled, cached)
-        except BaseException as exc:  # handed to the test, which reports it
-            self.result = exc
-
-    def wait(self):
-        self._thread.join()
-        if isinstance(self.result, BaseException):
-            raise self.result
-        return self.result
-
-    def stop(self):
-        """End a child still running (the suite stopped before this test waited for it)."""
-        self._stopped = True
-        if self._child is not None and self._child.poll() is None:
-            self._child.kill()
-        self._thread.join()
+from fresh_cache_runs import RESULT_FILE_ENV, FreshAndCachedRuns, read_result_file
 
 
 @pytest.mark.slow
 def test_fresh_compile_and_cached_kernels_give_identical_runs(request, tmp_path):
-    runs = getattr(request.config, "fresh_and_cached_runs", None) or FreshAndCachedRuns(tmp_path)
-    fresh, filled, cached = runs.wait()
+    # tests/conftest.py starts the runs when the suite starts (in this process, or in pytest-xdist's
+    # controlling process, which names the result file in the environment)
+    if os.environ.get(RESULT_FILE_ENV):
+        fresh, filled, cached = read_result_file(os.environ[RESULT_FILE_ENV])
+    else:
+        runs = getattr(request.config, "fresh_and_cached_runs", None) or FreshAndCachedRuns(tmp_path)
+        fresh, filled, cached = runs.wait()
     assert filled, "the first run should have filled the numba cache"
     lines = [line for line in fresh if line]
     assert len(lines) == 9
