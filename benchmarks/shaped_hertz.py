@@ -1,6 +1,7 @@
 """Hertz contact with the local curvature for convex level-set grains: validation and cost.
 
     python benchmarks/shaped_hertz.py --json results/bench/shaped_hertz.json [--quick]
+    python benchmarks/shaped_hertz.py --bulk-modulus [--quick] --json FILE   # the servo cell's cases alone
 
 Writes {"cases": {NAME: {"error", "tolerance", "reference"}}, "cost_ratio_vs_area": ..., ...}.
 
@@ -13,9 +14,11 @@ Cases (each against an independent reference):
   history (relative translation, overlap in [2, 8] 1e-3 R, the pair rolling 0.03 rad per step,
   so the contact point wanders over the grid): max |dN|/N and max |dT|/(mu N) per law; the
   grain-sphere and grain-plane pairs for jaeger; the convergence of the jaeger errors in h.
-- ellipsoid_plane_ratio*, crossed_ellipsoids_*: normal force against Hertz's elliptical solution
+- ellipsoid_plane_ratio*, ellipsoid_sphere_ratio*, crossed_ellipsoids_*: normal force against Hertz's
+  elliptical solution
   (Johnson §4.2, `shape_references.hertz_elliptic`, scipy's elliptic integrals) for principal-radius
-  ratios 1 to 4 and crossing angles 0-90 degrees, with the exact geometric overlap; max relative
+  ratios 1 to 4 (on a plane, under a sphere of twice the smaller principal radius) and crossing
+  angles 0-90 degrees, with the exact geometric overlap; max relative
   error over overlaps 1e-3..1e-2 of the smaller radius, with the default rule ("elliptic"); the
   departures of the "gauss" and "mean" rules on the same contacts are reported beside.
 - objectivity_rotating_pair: two touching ellipsoids, loaded in shear, then turned rigidly together
@@ -33,6 +36,11 @@ Cases (each against an independent reference):
   form, 100 quick) compacted by the cell's servo to each p of a decade, from a 10 % isotropic
   pressure increment between two states at rest; the fitted exponent of K ~ p^n: 1/3 for Hertz within
   TOL_PACKING_EXPONENT, and the area law's departing from it.
+- servo_bulk_exponent_* (alone with --bulk-modulus): K = dp/d(eps_v) of a lattice packing (3 x 3 x 4 aligned
+  ellipsoids, simple cubic) through the engine's periodic servo cell: the stress servo to each p of a
+  decade, then isotropic strain increments of -+5 % of the contacts' strain between states at rest,
+  p the measured (Love-Weber) pressure; the fitted exponent: 1/3 for Hertz within 0.02, the area law's
+  departing from it (1/2: its force is the overlapped volume).
 cost_ratio_vs_area: CPU time per contact-step of the curvature law (jaeger, energy bookkeeping off)
 over the area law's on benchmarks/lsdem.py's lattice (n_side^3 ellipsoids (1, 0.8, 0.6), 300 nodes,
 2 % overlaps; 216 grains in the full form) in a periodic cell, where its contacts stay in place: the
@@ -77,11 +85,12 @@ R = 1e-3
 FULL = dict(sphere_steps=300, sphere_cells=(6, 12, 24), ell_cells=12, deltas=(1e-3, 3e-3, 1e-2), ratios=(1.0, 2.0, 4.0),
             reps=4000, rounds=7, impact_psi1=(0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0), impact_spc=200, bulk_points=5,
             bulk_area_nodes=4000, cost_side=6, cost_steps=50, cost_rounds=5, pack_n=125, pack_nodes=100,
-            pack_points=4, pack_prep_steps=20000, pack_servo_steps=4000, pack_relax=500)
+            pack_points=4, pack_prep_steps=20000, pack_servo_steps=4000, pack_relax=500,
+            servo_steps=6000, servo_ramp=40, servo_relax=600)
 QUICK = dict(sphere_steps=120, sphere_cells=(12,), ell_cells=12, deltas=(1e-3, 1e-2), ratios=(1.0, 2.0, 4.0), reps=1000,
              rounds=3, impact_psi1=(1.0, 4.0), impact_spc=100, bulk_points=3, bulk_area_nodes=2000, cost_side=5,
              cost_steps=20, cost_rounds=3, pack_n=100, pack_nodes=60, pack_points=3, pack_prep_steps=15000,
-             pack_servo_steps=3000, pack_relax=300)
+             pack_servo_steps=3000, pack_relax=300, servo_steps=4000, servo_ramp=30, servo_relax=400)
 # psi2 of the level-set sphere with jaeger against Maw et al.: the sphere engine's bound is 3e-3
 # (benchmarks/impact_suite.py); the level set adds its surface's error (a spline through a grid of
 # h = R/12) and its grid-computed inertia (in chi, which the reference takes)
@@ -298,6 +307,37 @@ def ellipsoid_plane_cases(cfg):
             err, 0.03, f"Hertz elliptical contact (Johnson §4.2, scipy) for the ellipsoid ({a / R:g}, {b / R:g}, "
             f"{c / R:g}) mm on a plane, principal radii ratio {ratio:g}, h = R''/{cfg['ell_cells']}; "
             f"overlaps {list(cfg['deltas'])} R''", rules_signed_error=worst)
+    return out
+
+
+def ellipsoid_sphere_cases(cfg):
+    """A sphere body of radius 2 R'' (R'' the ellipsoid's smaller principal radius at its x tip)
+    pressed on the tip of a level-set ellipsoid: relative curvatures A = (a/b^2 + 1/R_s)/2,
+    B = (a/c^2 + 1/R_s)/2, against Hertz's elliptical solution at the exact overlap."""
+    out = {}
+    c_ax = R
+    for ratio in cfg["ratios"]:
+        a, b, c = c_ax, c_ax * math.sqrt(ratio), c_ax
+        if ratio == 1.0:
+            a = 0.8 * c_ax
+        Rsmall = min(b * b / a, c * c / a)
+        r_s = 2.0 * Rsmall
+        g, centre = ellipsoid_grain(a, b, c, spacing=Rsmall / cfg["ell_cells"])
+        rot = Rotation.random(random_state=int(20 * ratio)).as_matrix()
+        A, B = 0.5 * (a / (b * b) + 1.0 / r_s), 0.5 * (a / (c * c) + 1.0 / r_s)
+        worst = {"mean": 0.0, "gauss": 0.0, "elliptic": 0.0}
+        err = 0.0
+        for dd in cfg["deltas"]:
+            delta = dd * Rsmall
+            sc = ShapedContact(ShapedBody.levelset(g), ShapedBody.sphere(r_s), law="jaeger", E=E, nu=NU, mu=MU)
+            tip = rot @ (centre + np.array([a, 0, 0]))
+            N, _ = sc.step(np.zeros(3), rot, tip + rot[:, 0] * (r_s - delta), np.eye(3))
+            err = max(err, _against_elliptic(sc, N, min(A, B), max(A, B), delta, worst))
+        out[f"ellipsoid_sphere_ratio{int(ratio)}"] = _case(
+            err, 0.03, f"Hertz elliptical contact (Johnson §4.2, scipy) for a sphere of radius 2 R'' on the tip of "
+            f"the ellipsoid ({a / R:g}, {b / R:g}, {c / R:g}) mm (principal radii ratio {ratio:g}; the pair's "
+            f"B/A = {max(A, B) / min(A, B):.3g}), h = R''/{cfg['ell_cells']}; overlaps {list(cfg['deltas'])} R''",
+            rules_signed_error=worst)
     return out
 
 
@@ -661,6 +701,101 @@ def random_packing_bulk_case(cfg):
                           "isotropic pressure increment and its unloading between states at rest")
 
 
+def servo_lattice(law, counts, nodes, strain):
+    """counts[0] x counts[1] x counts[2] aligned ellipsoids AXES_LATTICE on a simple cubic lattice
+    of spacing 2 AXES_LATTICE (1 - strain) (strain: the contacts' strain, 0: touching) in a periodic
+    cell, with the Hertz curvature law (E = 1e6, nu = 0.25) or the area law
+    (k_s = 1e6), friction 0.3, normal damping ratio 0.3, local damping 0.3; a skin of 0.1 (each side
+    of the cell must exceed two neighbour cutoffs, 4.6)."""
+    axes = np.array(AXES_LATTICE)
+    template = LevelSetGrain.ellipsoid(*axes, spacing=0.05, n_nodes=nodes)
+    if law == "area":
+        sim = Simulation(mu=0.3, density=1.0, dt_fraction=0.2, skin=0.1)
+        sim.set_grain_contact(1e6, law="area", damping_ratio=0.3)
+    else:
+        sim = Simulation(law="jaeger", E=1e6, nu=0.25, mu=0.3, density=1.0, dt_fraction=0.2, skin=0.1)
+        sim.set_grain_contact(law="hertz_curvature", damping_ratio=0.3)
+    step = 2.0 * axes * (1.0 - strain)
+    sim.set_box(-0.5 * step, (np.asarray(counts) - 0.5) * step, periodic=(True, True, True))
+    grid = np.stack(np.meshgrid(*[np.arange(c) for c in counts], indexing="ij"), axis=-1).reshape(-1, 3)
+    sim.add_grains(template, grid * step)
+    sim.setup()
+    sim.set_local_damping(0.3)
+    return sim, template
+
+
+def servo_to(sim, pressure, contact_strain, max_steps, check=250):
+    """The cell's stress servo on all three axes towards `pressure` until the measured pressure is
+    within 1 % of it at a check (every `check` steps), or for max_steps steps; True if it got there.
+    Its largest strain per step is 1e-3 of the contacts' strain: at a strain step of the order of
+    the contacts' strain (the scenarios' servo, STRAIN_PER_STEP = 1e-4 at contact strains of 1e-3)
+    the viscous part of the contact forces follows the cell's rate and the servo cycles between its
+    limits."""
+    per_step = 1e-3 * contact_strain
+    for k in range(3):
+        sim.control_axis(k, stress=pressure, gain=5.0 * per_step / sim.dt, max_rate=per_step / sim.dt)
+    end = sim.step_count + max_steps
+    while sim.step_count < end:
+        sim.run(min(check, end - sim.step_count))
+        if abs(sim.measure()["pressure"] / pressure - 1.0) < 0.01:
+            return True
+    return False
+
+
+def strained_rest(sim, d_eps, steps, relax):
+    """Strain the three axes of the cell by d_eps each (> 0 stretches) in `steps` steps, then hold
+    the cell for `relax` steps; the measured pressure and the cell volume."""
+    for k in range(3):
+        sim.control_axis(k, strain_rate=d_eps / (steps * sim.dt))
+    sim.run(steps)
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    sim.run(relax)
+    return sim.measure()["pressure"], sim.volume
+
+
+def servo_bulk_modulus_case(cfg):
+    """K = dp/d(eps_v) of a lattice packing under isotropic pressure through the engine's periodic
+    servo cell: 3 x 3 x 4 aligned ellipsoids (1, 0.8, 0.6) on a simple cubic lattice (a lattice, not
+    a random packing: every grain is in equilibrium by symmetry, so each state settles at once and
+    the fabric is fixed), compressed by the cell's stress servo (`servo_to`) from the contacts'
+    strain of the lowest pressure to each pressure of a decade in turn; at each, the cell held, then an isotropic strain increment of -d and +d about the state
+    (d = 5 % of the contacts' strain, each followed by a rest), K = (p(-d) - p(+d)) / ln(V(+d) /
+    V(-d)) from the measured pressures (Love-Weber stress) and cell volumes. The exponent n of
+    K ~ p^n: 1/3 for Hertz (k_n ~ N^(1/3)); the area law's force is k_s times the overlapped volume
+    (~ delta^2), so its K ~ p^(1/2)."""
+    counts = np.array([3, 3, 4])  # a cell of sides 6, 4.8, 4.8 (the smallest above two neighbour cutoffs)
+    axes = np.array(AXES_LATTICE)
+    fits = {}
+    # contact strains giving a decade of p (p ~ eps^(3/2) Hertz, eps^2 area); the area law needs
+    # overlaps that hold many nodes (its force is a node sum), hence its larger strains and node count
+    for law, eps_lo, span, nodes in (("hertz_curvature", 1e-3, 10 ** (2 / 3), 300),
+                                     ("area", 1e-2, 10 ** 0.5, cfg["bulk_area_nodes"])):
+        # the lattice starts at the contacts' strain of the lowest pressure
+        sim, template = servo_lattice(law, counts, nodes, eps_lo)
+        s = 2.0 * axes * (1.0 - eps_lo)
+        p_lo = sum(pair_force(template, law, s[k] * np.eye(3)[k], 1e6, 0.25) * s[k] for k in range(3))
+        p_lo /= 3.0 * np.prod(s)
+        rows = []
+        p_hi = p_lo * span ** (1.5 if law == "hertz_curvature" else 2.0)  # a decade
+        eps_c = eps_lo
+        for p in np.geomspace(p_lo, p_hi, cfg["bulk_points"]):
+            settled = servo_to(sim, p, eps_c, cfg["servo_steps"])
+            eps_c = 1.0 - float(np.mean(sim.box_lengths / (counts * 2.0 * axes)))  # the contacts' strain
+            d = 0.05 * eps_c
+            p0, _ = strained_rest(sim, 0.0, 1, cfg["servo_relax"])
+            p_c, v_c = strained_rest(sim, -d, cfg["servo_ramp"], cfg["servo_relax"])
+            p_e, v_e = strained_rest(sim, 2.0 * d, 2 * cfg["servo_ramp"], cfg["servo_relax"])
+            strained_rest(sim, -d, cfg["servo_ramp"], cfg["servo_relax"])
+            rows.append({"p": p0, "K": (p_c - p_e) / math.log(v_e / v_c), "contact_strain": eps_c,
+                         "settled": bool(settled), "coordination": sim.measure()["coordination"]})
+        fits[law] = exponent_fit(rows, grains=int(np.prod(counts)), nodes_per_grain=nodes,
+                                 steps=int(sim.step_count))
+    return exponent_cases("servo_bulk_exponent", fits, 0.02,
+                          "Hertz contacts at fixed fabric through the servo cell: simple cubic lattice of aligned "
+                          "ellipsoids (1, 0.8, 0.6) compressed by the stress servo, +-5 % strain increments")
+
+
 def periodic_lattice(template, n_side, law, axes):
     """n_side^3 aligned ellipsoids at benchmarks/lsdem.py's spacing (each overlapping its 6 neighbours by
     2 % of the semi-axis) filling a periodic cell: every grain is in equilibrium by symmetry, so the
@@ -758,12 +893,14 @@ def run(quick=False, random_packing=False):
     sph, conv = sphere_cases(cfg)
     cases.update(sph)
     cases.update(ellipsoid_plane_cases(cfg))
+    cases.update(ellipsoid_sphere_cases(cfg))
     cases.update(crossed_cases(cfg))
     cases.update(objectivity_case())
     cases.update(impact_cases(cfg))
     cases.update(bulk_modulus_case(cfg))
     if random_packing:
         cases.update(random_packing_bulk_case(cfg))
+    cases.update(servo_bulk_modulus_case(cfg))
     pair_ratio, pair_cost = cost_case(cfg)
     ratio, cost = lattice_cost_ratio(cfg)
     cost["single_pair_microbenchmark"] = dict(pair_cost, ratio=pair_ratio)
@@ -777,9 +914,16 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="reduced sizes (the form tests use)")
     p.add_argument("--random-packing", action="store_true",
                    help="add the random packing's bulk modulus cases (random_packing_bulk_exponent_*)")
+    p.add_argument("--bulk-modulus", action="store_true",
+                   help="only the servo cell's bulk modulus cases (servo_bulk_exponent_*, part of every run)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
-    result = run(args.quick, args.random_packing)
+    if args.bulk_modulus:
+        cfg = dict(QUICK if args.quick else FULL)
+        result = {"cases": servo_bulk_modulus_case(cfg), "cost_ratio_vs_area": math.nan, "config": cfg,
+                  "quick": args.quick}
+    else:
+        result = run(args.quick, args.random_packing, args.bulk_modulus)
     result["machine"] = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()}
     result["wall_time_s"] = time.perf_counter() - t0
     for name, c in result["cases"].items():

@@ -171,6 +171,7 @@ def test_quick_benchmark_cases_within_tolerance():
     cfg["deltas"] = (3e-3,)
     cfg["ratios"] = (4.0,)
     cases.update(bench.ellipsoid_plane_cases(cfg))
+    cases.update(bench.ellipsoid_sphere_cases(cfg))  # a sphere body on the ellipsoid's tip
     cases.update(bench.objectivity_case())
     for name, c in cases.items():
         assert c["error"] <= c["tolerance"], (name, c)

@@ -198,6 +198,76 @@ def pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic):
 
 
 @njit
+def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
+                     t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, cell,
+                     walls, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear, partner, last_step,
+                     sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy,
+                     acc, gctl):
+    """The node law's forces of grain pair (i, j), j's image at x_i + (ex, ey, ez), added to the
+    forces, stress and energies; returns (the new contact-node count, 1 if the pair touches), the
+    count -1 when a node penetrates deeper than `limit` times the smaller bounding radius (gctl
+    names the pair)."""
+    n_sc = 0
+    if both:
+        n_sc = lc.collect_nodes_in(i, j, ex, ey, ez, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
+                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
+        n_sc = lc.collect_nodes_in(j, i, -ex, -ey, -ez, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
+                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
+    elif radius[i] <= radius[j]:
+        n_sc = lc.collect_nodes_in(i, j, ex, ey, ez, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
+                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
+    else:
+        n_sc = lc.collect_nodes_in(j, i, -ex, -ey, -ez, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
+                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
+    if n_sc == 0:
+        return n_cp, 0
+    deepest = limit * min(t_radius[tmpl[i]], t_radius[tmpl[j]])
+    for s in range(n_sc):
+        if not (sc_delta[s] < deepest):
+            gctl[GC_BAD_I] = i
+            gctl[GC_BAD_J] = j
+            return -1, 0
+    if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
+        m_eff = mass[i] * mass[j] / (mass[i] + mass[j])
+    elif motion[i] == MOTION_DYNAMIC:
+        m_eff = mass[i]
+    else:
+        m_eff = mass[j]
+    n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta,
+                            kt_ratio, mu_tab[material[i], material[j]], dt, step, pos, vel, omega, force,
+                            torque, vel, omega, force, torque, 0, shear, partner, last_step, walls, cell, cp_x,
+                            cp_f, cp_ij, n_cp, energy, acc)
+    return n_cp, 1
+
+
+@njit
+def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass,
+                     material, force, torque, cell, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, limit,
+                     hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
+                     sc_e, cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl):
+    """The node law's forces of grain g on wall w, as `node_pair_forces` (the count -1: a node
+    deeper than `limit` times the bounding radius)."""
+    n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal,
+                                 hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, 0)
+    if n_sc == 0:
+        return n_cp, 0
+    for s in range(n_sc):
+        if not (sc_delta[s] < limit * t_radius[tmpl[g]]):
+            gctl[GC_BAD_I] = g
+            gctl[GC_BAD_J] = -2 - w
+            return -1, 0
+    n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mass[g],
+                            zeta, kt_ratio, mu_tab[material[g], wall_mat[w]], dt, step, pos, vel, omega,
+                            force, torque, vel, omega, force, torque, 0, shear, partner, last_step, walls,
+                            cell, cp_x, cp_f, cp_ij, n_cp, energy, acc)
+    return n_cp, 1
+
+
+@njit
 def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
                  t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, gravity,
                  cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off,
@@ -237,41 +307,15 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
         r = radius[i] + radius[j]
         if ex * ex + ey * ey + ez * ez >= r * r:
             continue
-        n_sc = 0
-        if both:
-            n_sc = lc.collect_nodes_in(i, j, ex, ey, ez, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                       t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
-                                       sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
-            n_sc = lc.collect_nodes_in(j, i, -ex, -ey, -ez, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                       t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
-                                       sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
-        elif radius[i] <= radius[j]:
-            n_sc = lc.collect_nodes_in(i, j, ex, ey, ez, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                       t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
-                                       sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
-        else:
-            n_sc = lc.collect_nodes_in(j, i, -ex, -ey, -ez, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                       t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
-                                       sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
-        if n_sc == 0:
-            continue
-        deepest = limit * min(t_radius[tmpl[i]], t_radius[tmpl[j]])
-        for s in range(n_sc):
-            if not (sc_delta[s] < deepest):
-                gctl[GC_BAD_I] = i
-                gctl[GC_BAD_J] = j
-                return -1
-        n_touch += 1
-        if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
-            m_eff = mass[i] * mass[j] / (mass[i] + mass[j])
-        elif motion[i] == MOTION_DYNAMIC:
-            m_eff = mass[i]
-        else:
-            m_eff = mass[j]
-        n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta,
-                                kt_ratio, mu_tab[material[i], material[j]], dt, step, pos, vel, omega, force,
-                                torque, vel, omega, force, torque, 0, shear, partner, last_step, walls, cell, cp_x,
-                                cp_f, cp_ij, n_cp, energy, acc)
+        n_cp, touched = node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
+                                         t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion,
+                                         radius, material, force, torque, cell, walls, law, k_normal, kt_ratio,
+                                         mu_tab, zeta, both, limit, hist_off, shear, partner, last_step, sc_owner,
+                                         sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp,
+                                         energy, acc, gctl)
+        if n_cp < 0:
+            return -1
+        n_touch += touched
     for g in range(n_grains):
         if motion[g] != MOTION_DYNAMIC:
             continue
@@ -281,20 +325,14 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
                 dist += (pos[g, d] - walls[w, d]) * walls[w, 3 + d]
             if dist > radius[g]:
                 continue
-            n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal,
-                                         hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, 0)
-            if n_sc == 0:
-                continue
-            for s in range(n_sc):
-                if not (sc_delta[s] < limit * t_radius[tmpl[g]]):
-                    gctl[GC_BAD_I] = g
-                    gctl[GC_BAD_J] = -2 - w
-                    return -1
-            n_touch += 1
-            n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mass[g],
-                                    zeta, kt_ratio, mu_tab[material[g], wall_mat[w]], dt, step, pos, vel, omega,
-                                    force, torque, vel, omega, force, torque, 0, shear, partner, last_step, walls,
-                                    cell, cp_x, cp_f, cp_ij, n_cp, energy, acc)
+            n_cp, touched = node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel,
+                                             omega, rot, mass, material, force, torque, cell, walls, wall_mat, law,
+                                             k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner,
+                                             last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e,
+                                             cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl)
+            if n_cp < 0:
+                return -1
+            n_touch += touched
     gctl[GC_NCONTACTS] = n_touch
     return n_cp
 

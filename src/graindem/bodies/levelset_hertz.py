@@ -57,16 +57,20 @@ from ..contact.frames import frame_init, frame_update, from_frame, to_frame
 from ..contact.laws import TANGENTIAL_LAWS, law_id, separate, tangential_energy
 from ..contact.rows import step_jaeger_outlined, step_linear, step_md_incremental, step_mindlin
 from ..contact.levelset_spline import spline_coefficients
-from ..contact.shape_hertz import effective_radius, radius_rule
-from ..contact.levelset_contact import E_NORMAL, E_SLIDING, add_stress
+from ..contact.shape_hertz import SHAPE_HERTZ, effective_radius, radius_rule
+from ..contact.levelset_contact import E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC, add_stress
 from ..contact.store import M_CAPACITY, M_LIVE, HistoryStore
 from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheared
 from ..core.layout import ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from .levelset import (GC_BAD_I, GC_BAD_J, GC_NCONTACTS, GC_NCP, GC_NEED, GC_NPAIRS, GC_STATUS, GC_STEP,
                        MOTION_DYNAMIC, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL, half_kick, neighbour_cutoff,
-                       pair_image, rebuild, start_step, update_rotations, walls_half_work)
+                       node_pair_forces, node_wall_forces, pair_image, rebuild, start_step, update_rotations,
+                       walls_half_work)
 
-LAW_NAME = "hertz_curvature"
+LAW_NAME = SHAPE_HERTZ
+# the law of a material pair (HertzRows.laws)
+LAW_NODE = 0      # the grains' node law ("area" or "node", contact.levelset_contact)
+LAW_HERTZ = 1     # this law
 
 # a cold start runs Newton only when some surface node lies within this many of A's grid cells of the
 # other body (or inside it)
@@ -254,22 +258,28 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
 
 
 @njit(inline="always")
-def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env, lawp, rows, out):
+def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains, env, lawp, nodes, rows, out):
     """Zero and assemble the forces and moments of every grain, the Love-Weber stress and the wall
     forces (acc, as contact.levelset_contact's node pass books them); returns the number of
     contacts, or -1 when an overlap exceeds `limit` times the smaller bounding radius (gctl[GC_BAD_I/J]
     name the pair). Rows 0..n_pairs-1: the listed grain pairs (j's image through the minimum image
     of the possibly sheared cell, moving with the cell's affine flow relative to i); then grain g
-    and wall w at g * W + w. The argument groups are HertzRows' (see `HertzRows.groups`)."""
+    and wall w at g * W + w. A pair whose material pair has the node law (nodes[0], the table of
+    `HertzRows.laws`, 0) takes the node law's forces instead (`levelset.node_pair_forces`,
+    `node_wall_forces`: its row stays unused), with the node histories at `step`. The argument
+    groups are HertzRows' (see `HertzRows.groups`)."""
     tmpl, t_coef, t_coef_off, t_coef_shape, t_coef_origin, t_h, t_node_off, t_nodes, t_radius = tmpls
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, req, force, torque = grains
     gravity, cell, ctl, ictl, periodic, walls, wall_rot, wmat, acc = env
     law, rule, curvature_limit, max_iter, zeta, mtab, n_mat = lawp
     pfs, pist, pcq, prow, wfs, wist, wcq, wrow, hacc, pts, nxt, meta = rows
+    (ltab, n_law, k_node, kt_ratio, zeta_node, both, t_phi, t_phi_off, t_shape, t_origin, t_areas, hist_off, shear,
+     partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mu_tab) = nodes
     cp_x, cp_f, cp_ij, energy, gctl = out
     n_grains = pos.shape[0]
     n_walls = walls.shape[0]
     energy[E_NORMAL] = 0.0
+    energy[E_TANGENT] = 0.0
     energy[E_SLIDING] = 0.0
     for k in range(9):
         acc[ACC_STRESS + k] = 0.0
@@ -312,6 +322,20 @@ def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env,
             ex, ey, ez = pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic)
             r = radius[i] + radius[j]
             far = ex * ex + ey * ey + ez * ez >= r * r
+            if ltab[material[i] * n_mat + material[j]] == 0:
+                if far:
+                    continue
+                n_cp, touched = node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape,
+                                                 t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius, pos, vel,
+                                                 omega, rot, mass, motion, radius, material, force, torque, cell,
+                                                 walls, n_law, k_node, kt_ratio, mu_tab, zeta_node, both, limit,
+                                                 hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist,
+                                                 sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy,
+                                                 acc, gctl)
+                if n_cp < 0:
+                    return -1
+                n_touch += touched
+                continue
             posB[0] = pos[i, 0] + ex
             posB[1] = pos[i, 1] + ey
             posB[2] = pos[i, 2] + ez
@@ -345,6 +369,18 @@ def hertz_forces(law_step, count, dt, limit, pairs, n_pairs, tmpls, grains, env,
             for d in range(3):
                 dist += (pos[i, d] - walls[w, d]) * walls[w, 3 + d]
             far = motion[i] != MOTION_DYNAMIC or dist > radius[i]
+            if ltab[material[i] * n_mat + wmat[w]] == 0:
+                if far:
+                    continue
+                n_cp, touched = node_wall_forces(i, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos,
+                                                 vel, omega, rot, mass, material, force, torque, cell, walls, wmat,
+                                                 n_law, k_node, kt_ratio, mu_tab, zeta_node, limit, hist_off, shear,
+                                                 partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g,
+                                                 sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl)
+                if n_cp < 0:
+                    return -1
+                n_touch += touched
+                continue
             tj = tmpl[i]
             for d in range(3):
                 posB[d] = walls[w, d]
@@ -502,7 +538,7 @@ def rebuild_rows(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, hctl
 
 
 @njit(inline="always")
-def finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, rows, nbr, out):
+def finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
     """The second half of a step (as `levelset.finish_step`): forces at the drifted state, the
     walls' second half of work, the second half kick. False if the run diverged (gctl names where)."""
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, req, force, torque = grains
@@ -510,7 +546,8 @@ def finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, rows
     pairs, pos_build, gctl, hctl, hkey = nbr
     energy = out[3]
     step = gctl[GC_STEP] + 1
-    n_cp = hertz_forces(law_step, count, dt, limit, pairs, gctl[GC_NPAIRS], tmpls, grains, env, lawp, rows, out)
+    n_cp = hertz_forces(law_step, count, step, dt, limit, pairs, gctl[GC_NPAIRS], tmpls, grains, env, lawp, nodes,
+                        rows, out)
     if n_cp < 0:
         gctl[GC_STATUS] = STATUS_DIVERGED
         return False
@@ -523,7 +560,7 @@ def finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, rows
 
 
 @njit(inline="always")
-def run_hertz(law_step, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out):
+def run_hertz(law_step, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
     """mode MODE_RUN: advance up to n_steps steps of `levelset.run_grains` (the cell's servo, the
     walls' move, half kick and drift with the cell's affine flow and local damping, the neighbour
     rebuild by the same rule, with the rows carried to their pairs, forces, half kick); returns
@@ -539,11 +576,13 @@ def run_hertz(law_step, count, mode, n_steps, dt, skin, limit, tmpls, grains, en
     energy = out[3]
     gctl[GC_STATUS] = STATUS_DONE
     if mode == MODE_FORCES:
-        n_cp = hertz_forces(law_step, count, dt, limit, pairs, gctl[GC_NPAIRS], tmpls, grains, env, lawp, rows, out)
+        n_cp = hertz_forces(law_step, count, gctl[GC_STEP], dt, limit, pairs, gctl[GC_NPAIRS], tmpls, grains, env,
+                            lawp, nodes, rows, out)
         gctl[GC_NCP] = max(n_cp, 0)
         return 1 if n_cp >= 0 else 0
     if mode == MODE_FINISH:
-        return 1 if finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, rows, nbr, out) else 0
+        return 1 if finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, nodes, rows, nbr,
+                                      out) else 0
     alpha = ctl[CTL_LOCAL_DAMP]
     cutoff = neighbour_cutoff(radius, skin)
     for it in range(n_steps):
@@ -559,7 +598,7 @@ def run_hertz(law_step, count, mode, n_steps, dt, skin, limit, tmpls, grains, en
                                 pcq, prow, hacc, pts, nxt, meta):
                 gctl[GC_STATUS] = STATUS_PAIRS_FULL
                 return it
-        if not finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, rows, nbr, out):
+        if not finish_hertz_step(law_step, count, dt, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
             return it
     return n_steps
 
@@ -570,25 +609,27 @@ def run_hertz(law_step, count, mode, n_steps, dt, skin, limit, tmpls, grains, en
 # lower all four); jaeger's step is called, not inlined (contact.rows.step_jaeger_outlined). The
 # same entry computes the forces alone and finishes a step (mode), so each law compiles one kernel.
 @njit
-def run_hertz_linear(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out):
-    return run_hertz(step_linear, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out)
-
-
-@njit
-def run_hertz_mindlin(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out):
-    return run_hertz(step_mindlin, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out)
-
-
-@njit
-def run_hertz_md_incremental(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out):
-    return run_hertz(step_md_incremental, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr,
+def run_hertz_linear(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
+    return run_hertz(step_linear, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr,
                      out)
 
 
 @njit
-def run_hertz_jaeger(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr, out):
-    return run_hertz(step_jaeger_outlined, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, rows, nbr,
+def run_hertz_mindlin(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
+    return run_hertz(step_mindlin, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr,
                      out)
+
+
+@njit
+def run_hertz_md_incremental(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
+    return run_hertz(step_md_incremental, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows,
+                     nbr, out)
+
+
+@njit
+def run_hertz_jaeger(count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows, nbr, out):
+    return run_hertz(step_jaeger_outlined, count, mode, n_steps, dt, skin, limit, tmpls, grains, env, lawp, nodes, rows,
+                     nbr, out)
 
 
 # in TANGENTIAL_LAWS order
@@ -666,12 +707,14 @@ class HertzRows:
 
     mtab: the material-pair parameter records (Simulation.pair_record, R* = 1), row m1 * M + m2;
     wmat: the walls' material indices; materials: rows E, nu, mu, density; energy: count the
-    tangential work and frictional dissipation."""
+    tangential work and frictional dissipation; laws: the law of each material pair (row m1 * M +
+    m2; LAW_HERTZ, or LAW_NODE: the grains' node law, with the settings in contact["node"] of the
+    run's settings), default LAW_HERTZ for every pair."""
 
     STATE = ("hctl", "hkey", "pfs", "pist", "pcq", "prow", "wfs", "wist", "wcq", "wrow", "hacc", "mtab", "wmat",
-             "store_pts", "store_nxt", "store_meta")
+             "laws", "store_pts", "store_nxt", "store_meta")
 
-    def __init__(self, bodies, mtab, wmat, materials, energy):
+    def __init__(self, bodies, mtab, wmat, materials, energy, laws=None):
         mtab = np.array(mtab, dtype=np.float64)
         if np.any(mtab[:, S.P_KTLIN] != 0.0):
             # a constant spring would be scaled by sqrt(R) with the rest of the law
@@ -687,8 +730,19 @@ class HertzRows:
         self.pfs, self.pist, self.pcq, self.prow = _rows(cap)
         self.wfs, self.wist, self.wcq, self.wrow = _rows(n_w)
         self.hacc = np.zeros(N_HACC)
+        n_pairs = self.mtab.shape[0]
+        self.laws = np.full(n_pairs, LAW_HERTZ, dtype=np.int64) if laws is None else \
+            np.ascontiguousarray(laws, dtype=np.int64).reshape(-1)
+        if self.laws.shape != (n_pairs,) or not np.all((self.laws == LAW_HERTZ) | (self.laws == LAW_NODE)):
+            raise ValueError(f"laws must hold {n_pairs} entries, each {LAW_HERTZ} (hertz_curvature) or {LAW_NODE} "
+                             "(the node law)")
         self.store = HistoryStore(max(64, 4 * (cap + n_w)))
         self._derived(bodies, materials)
+
+    @property
+    def mixed(self):
+        """True if some material pair takes the node law."""
+        return bool(np.any(self.laws == LAW_NODE))
 
     def set_friction(self, mu_tab):
         """The friction of each material pair from the grains' table (LevelSetBodies.mu_tab, (M, M)),
@@ -726,10 +780,26 @@ class HertzRows:
                  self.wmat, acc),
                 (law_id(contact["tangential"]), radius_rule(contact["radius_rule"]), float(contact["curvature_limit"]),
                  int(contact["newton_iter"]), float(contact["damping_ratio"]), self.mtab, self.n_mat),
+                self._node_group(b, contact),
                 (self.pfs, self.pist, self.pcq, self.prow, self.wfs, self.wist, self.wcq, self.wrow, self.hacc, st.pts,
                  st.nxt, st.meta),
                 (b.pairs, b.pos_build, b.gctl, self.hctl, self.hkey),
                 (b.cp_x, b.cp_f, b.cp_ij, b.energy, b.gctl))
+
+    def _node_group(self, b, contact):
+        """The node law's arguments for the pairs that take it (contact["node"]: its settings)."""
+        node = contact.get("node")
+        if node is None:
+            if self.mixed:
+                raise ValueError("some material pairs take the node law but the run has no node-law settings "
+                                 "(set_grain_contact(law='area', ..., default=False))")
+            law, k, kt, zeta, both = 0, 0.0, 0.0, 0.0, True
+        else:
+            law, k, kt, zeta, both = (int(node["law_code"]), float(node["stiffness"]), float(node["kt_ratio"]),
+                                      float(node["damping_ratio"]), node["contact"] == "both")
+        return (self.laws, law, k, kt, zeta, both, b.t_phi, b.t_phi_off, b.t_shape, b.t_origin, b.t_areas, b.hist_off,
+                b.shear, b.partner, b.last_step, b.sc_owner, b.sc_other, b.sc_hist, b.sc_x, b.sc_g, b.sc_delta, b.sc_k,
+                b.sc_e, b.mu_tab)
 
     def _law(self, contact):
         """(the kernel of the tangential law, energy accounting on)."""
@@ -810,10 +880,20 @@ class HertzRows:
         if n_w:
             row_energies(law, self.mtab, self.n_mat, np.repeat(mat, n_w), np.tile(self.wmat, bodies.n), self.wfs,
                          self.wist, self.wrow, len(self.wfs), st.pts, st.nxt, out)
-        return {"elastic_normal_energy": float(out[0]), "tangential_energy": float(out[1]),
-                "tangential_work": float(out[2] + self.hacc[A_WORK]),
-                "frictional_dissipation": float(out[3] + self.hacc[A_DISS]),
-                "viscous_dissipation": float(self.hacc[A_VISC])}
+        d = {"elastic_normal_energy": float(out[0]), "tangential_energy": float(out[1]),
+             "tangential_work": float(out[2] + self.hacc[A_WORK]),
+             "frictional_dissipation": float(out[3] + self.hacc[A_DISS]),
+             "viscous_dissipation": float(self.hacc[A_VISC])}
+        if self.mixed:
+            # the node law's pairs: their energies in the grains' record (contact.levelset_contact),
+            # where the force pass also sums the rows' Hertz normal energy
+            e = bodies.energy
+            d["elastic_normal_energy"] = float(e[E_NORMAL])
+            d["tangential_energy"] += float(e[E_TANGENT])
+            d["tangential_work"] += float(e[E_TWORK])
+            d["frictional_dissipation"] += float(e[E_TWORK] - e[E_TANGENT])
+            d["viscous_dissipation"] += float(e[E_VISC])
+        return d
 
     def contacts(self, bodies):
         """Touching rows: {"pair": (m, 2) grains (j = -1 - w for wall w), "N", "delta", "R"} (N in
@@ -849,11 +929,15 @@ class HertzRows:
             if a is not None and a.ndim == 2 and a.shape[1] == H_GAP:
                 # a record without the node search's clearance columns: no clearance kept (the search runs)
                 arrays[name] = np.pad(a, ((0, 0), (0, N_HROW - H_GAP)))
+        if "grain_hertz_laws" not in arrays:
+            n_mat = len(materials)
+            arrays["grain_hertz_laws"] = np.full(n_mat * n_mat, LAW_HERTZ, dtype=np.int64)
         validate_state(arrays, bodies, len(materials))
         self = cls.__new__(cls)
         for name in cls.STATE:
             if not name.startswith("store_"):
                 setattr(self, name, np.ascontiguousarray(np.array(arrays["grain_hertz_" + name])))
+        self.laws = self.laws.astype(np.int64)
         self.store = HistoryStore.from_arrays(arrays["grain_hertz_store_pts"], arrays["grain_hertz_store_nxt"],
                                               arrays["grain_hertz_store_meta"])
         self._derived(bodies, materials)
@@ -905,6 +989,8 @@ def validate_state(arrays, bodies, n_mat, source="checkpoint"):
     if not (0 <= n <= cap) or np.any(a["hkey"][:n] < 0) or np.any(a["hkey"][:n] >= bodies.n):
         raise ValueError(f"{source}: 'grain_hertz_hctl'/'grain_hertz_hkey' must list pairs of grains in [0, "
                          f"{bodies.n - 1}], at most {cap} of them")
+    if a["laws"].shape != (m * m,) or not np.all((a["laws"] == LAW_HERTZ) | (a["laws"] == LAW_NODE)):
+        raise ValueError(f"{source}: 'grain_hertz_laws' must hold {m * m} entries, each {LAW_HERTZ} or {LAW_NODE}")
     if a["mtab"].shape != (m * m, S.N_PARAM) or m != n_mat or np.any(a["wmat"] < 0) or np.any(a["wmat"] >= m):
         raise ValueError(f"{source}: 'grain_hertz_mtab'/'grain_hertz_wmat' must be the {n_mat} materials' pair "
                          f"records and wall materials in range")

@@ -25,6 +25,12 @@ import math
 
 from .._jit import njit
 
+# the contact laws of level-set grains, by name (contact.shape_law, Simulation.set_pair_shape_law):
+# the node-to-level-set laws of contact.levelset_contact, or Hertz with the local curvature
+SHAPE_AREA = "area"
+SHAPE_HERTZ = "hertz_curvature"
+SHAPE_LAWS = (SHAPE_AREA, SHAPE_HERTZ)
+
 RADIUS_MEAN = 0
 RADIUS_GAUSS = 1
 RADIUS_ELLIPTIC = 2

@@ -28,7 +28,8 @@ from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP
                                LevelSetBodies, node_contact_time_step)
 from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_SLIDING, LAWS as LEVELSET_LAWS,
                                         node_contact_energies)
-from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE, HertzRows
+from ..bodies.levelset_hertz import LAW_HERTZ, LAW_NAME as HERTZ_CURVATURE, LAW_NODE, HertzRows
+from ..contact.shape_hertz import SHAPE_AREA, SHAPE_LAWS
 from ..bodies.levelset_hertz import contact_settings as hertz_contact_settings
 from ..bodies.levelset_hertz import critical_time_step as hertz_critical_time_step
 from ..contact.store import HistoryStore, BYTES_PER_POINT
@@ -170,6 +171,8 @@ class Simulation(DeformableGrains, MixedBodies):
         self._grain_templates = []
         self._grain_batches = []
         self.grain_contact = None
+        self._grain_law_settings = {}  # shape law ("area", "hertz_curvature") -> its settings (set_grain_contact)
+        self._pair_shape_law = {}  # (m1, m2), m1 <= m2 -> shape law (set_pair_shape_law)
         self.grains = None
         self.mixed = None  # a run with spheres and level-set grains: engine.mixed_setup
         self._init_deformable()  # deformable grains: engine.deformable_setup
@@ -416,7 +419,7 @@ class Simulation(DeformableGrains, MixedBodies):
                 "material": int(material), "motion": MOTIONS[motion]}
 
     def set_grain_contact(self, stiffness=None, law="area", kt_ratio=2.0 / 7.0, damping_ratio=0.0, contact="both",
-                          tangential=None, radius_rule="elliptic", curvature_limit=10.0):
+                          tangential=None, radius_rule="elliptic", curvature_limit=10.0, default=True):
         """The node-to-level-set contact of the level-set grains (contact.levelset_contact): law "area"
         (stiffness k_s per unit area, Pa/m) or "node" (k_n per node, N/m); tangential/normal node
         stiffness kt_ratio in (0, 10]; damping_ratio in [0, 1] of each contact as a linear oscillator;
@@ -426,12 +429,20 @@ class Simulation(DeformableGrains, MixedBodies):
         grain-wall pair, E and nu of the material pair, effective radius from the local curvatures
         (radius_rule, bounded by curvature_limit x the volume-equivalent R*), tangential law
         `tangential` (default: the Simulation's law; xi and kt_linear as for spheres), normal damping
-        ratio damping_ratio; no stiffness (it comes from the materials)."""
+        ratio damping_ratio; no stiffness (it comes from the materials).
+        default: this law is the shape law of every material pair that set_pair_shape_law does not
+        name (shape law "area" for the node laws "area" and "node", "hertz_curvature"); False only
+        keeps its settings for the pairs set_pair_shape_law gives it."""
+        if not isinstance(default, bool):
+            raise ValueError(f"default must be True or False, got {default!r}")
         if law == HERTZ_CURVATURE:
             if stiffness is not None:
                 raise ValueError("stiffness must be None for law 'hertz_curvature' (the materials' E and nu set it)")
-            self.grain_contact = hertz_contact_settings(self.law_name if tangential is None else tangential,
-                                                        radius_rule, curvature_limit, damping_ratio)
+            settings = hertz_contact_settings(self.law_name if tangential is None else tangential, radius_rule,
+                                              curvature_limit, damping_ratio)
+            self._grain_law_settings[HERTZ_CURVATURE] = settings
+            if default:
+                self.grain_contact = settings
             return
         if law not in LEVELSET_LAWS:
             raise ValueError(f"law must be one of {sorted(LEVELSET_LAWS)}, got {law!r}")
@@ -444,8 +455,60 @@ class Simulation(DeformableGrains, MixedBodies):
             raise ValueError(f"damping_ratio must lie in [0, 1], got {damping_ratio!r}")
         if contact not in ("both", "one"):
             raise ValueError(f"contact must be 'both' or 'one', got {contact!r}")
-        self.grain_contact = {"law": law, "law_code": LEVELSET_LAWS[law], "stiffness": k, "kt_ratio": kt_ratio,
-                              "damping_ratio": zeta, "contact": contact, "mu": self.mu}
+        settings = {"law": law, "law_code": LEVELSET_LAWS[law], "stiffness": k, "kt_ratio": kt_ratio,
+                    "damping_ratio": zeta, "contact": contact, "mu": self.mu}
+        self._grain_law_settings[SHAPE_AREA] = settings
+        if default:
+            self.grain_contact = settings
+
+    def set_pair_shape_law(self, m1, m2, law):
+        """The contact law of level-set grains of materials m1 and m2 (either order; a grain and a
+        wall: the grain's and the wall's material): "area" (the node law set by set_grain_contact
+        with law "area" or "node") or "hertz_curvature", replacing the default law of
+        set_grain_contact for this pair. Both laws' settings must be given to set_grain_contact
+        (one of them with default=False). Before the first run."""
+        self._check_not_ready()
+        a = self._check_material_index(m1, "m1")
+        b = self._check_material_index(m2, "m2")
+        if law not in SHAPE_LAWS:
+            raise ValueError(f"law must be one of {', '.join(SHAPE_LAWS)}; got {law!r}")
+        self._pair_shape_law[(min(a, b), max(a, b))] = law
+
+    def _shape_law_table(self):
+        """(the law of each material pair, row m1 * M + m2: levelset_hertz.LAW_HERTZ or LAW_NODE;
+        whether a pair of materials in use takes each law)."""
+        m = self.materials.shape[0]
+        default = SHAPE_AREA if self.grain_contact["law"] in LEVELSET_LAWS else HERTZ_CURVATURE
+        code = {SHAPE_AREA: LAW_NODE, HERTZ_CURVATURE: LAW_HERTZ}
+        tab = np.full((m, m), code[default], dtype=np.int64)
+        for (a, b), law in self._pair_shape_law.items():
+            tab[a, b] = tab[b, a] = code[law]
+        used = np.unique(np.concatenate([[b["material"] for b in self._grain_batches],
+                                         np.asarray(self._wall_materials, dtype=np.int64).reshape(-1)]))
+        sub = tab[np.ix_(used, used)]
+        return tab.reshape(-1), bool(np.any(sub == LAW_HERTZ)), bool(np.any(sub == LAW_NODE))
+
+    def _grain_run_contact(self):
+        """The grain-contact settings of the run and its material pairs' laws (None: one node law
+        for every pair): the "hertz_curvature" settings, with the node law's in ["node"] when some
+        pair of materials in use takes it."""
+        laws, hertz, node = self._shape_law_table()
+        if not hertz:
+            if self._grain_law_settings.get(SHAPE_AREA) is None:
+                raise ValueError("no material pair takes the law 'hertz_curvature' and the node law has no settings: "
+                                 "call set_grain_contact(stiffness, law='area')")
+            return self._grain_law_settings[SHAPE_AREA], None
+        settings = self._grain_law_settings.get(HERTZ_CURVATURE)
+        if settings is None:
+            raise ValueError("set_pair_shape_law gives some material pairs the law 'hertz_curvature': call "
+                             "set_grain_contact(law='hertz_curvature', default=False) for its settings")
+        settings = dict(settings)
+        if node:
+            if self._grain_law_settings.get(SHAPE_AREA) is None:
+                raise ValueError("set_pair_shape_law gives some material pairs the law 'area': call "
+                                 "set_grain_contact(stiffness, law='area', default=False) for its settings")
+            settings["node"] = dict(self._grain_law_settings[SHAPE_AREA])
+        return settings, laws
 
     def _grain_mu_table(self):
         """(n_materials, n_materials): the friction of each material pair (pair_record), what the
@@ -459,14 +522,14 @@ class Simulation(DeformableGrains, MixedBodies):
             raise ValueError("level-set grains need their contact: call set_grain_contact first")
         if not self._box_set:
             raise ValueError("no domain: call set_box first")
+        self.grain_contact, laws = self._grain_run_contact()
         self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
                                      self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
-        hertz = self.grain_contact["law"] == HERTZ_CURVATURE
         g = self.grains
-        if hertz:  # the law's rows and material-pair records (R* = 1), kept in the checkpoint
+        if laws is not None:  # the law's rows and material-pair records (R* = 1), kept in the checkpoint
             m = self.materials.shape[0]
             mtab = np.array([self.pair_record(a, b) for a in range(m) for b in range(m)])
-            g.hertz = HertzRows(g, mtab, self._wall_materials, self.materials, self.energy_accounting)
+            g.hertz = HertzRows(g, mtab, self._wall_materials, self.materials, self.energy_accounting, laws)
         rmax = float(g.radius.max())
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         self._new_cell(2.0 * rmax + self.skin)
@@ -535,7 +598,15 @@ class Simulation(DeformableGrains, MixedBodies):
         g = self.grains
         c = self.grain_contact
         if g.hertz is not None:
-            return hertz_critical_time_step(g, c, g.hertz.mtab, self.materials, self.reference_overlap)
+            dt = hertz_critical_time_step(g, c, g.hertz.mtab, self.materials, self.reference_overlap)
+            if c.get("node") is None:
+                return dt
+            return min(dt, self._node_critical_time_step(c["node"]))
+        return self._node_critical_time_step(c)
+
+    def _node_critical_time_step(self, c):
+        """The node law's part of _grain_critical_time_step (c: its settings)."""
+        g = self.grains
         dyn = g.motion == MOTION_DYNAMIC
         if not np.any(dyn):
             return math.inf

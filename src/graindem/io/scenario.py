@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..contact.laws import TANGENTIAL_LAWS
-from ..contact.shape_hertz import RADIUS_RULES
+from ..contact.shape_hertz import RADIUS_RULES, SHAPE_LAWS
 from ..particles.size_distribution import MAX_LOGNORMAL_SIGMA, MAX_UNIFORM_SPREAD, Sieve
 
 __all__ = ["Key", "REQUIRED", "SCHEMA", "EXCLUSIVE", "CHECKS", "load_scenario", "validate_scenario", "refuse_unused_keys",
@@ -94,8 +94,6 @@ MAX_GENERATED_SPHERES = 10_000_000
 # solid fraction of a prepared dense packing, for the cell size estimate of _check_cell_size
 DENSE_SOLID_FRACTION = 0.64
 
-# contact laws of level-set grains (contact.shape_law)
-SHAPE_LAWS = ("area", "hertz_curvature")
 
 # fmt: off
 SCHEMA = {
@@ -128,6 +126,8 @@ SCHEMA = {
         "fraction": Key("list", (), "share of the generated spheres made of each further material (random, seeded)", "-", ge=0.0, le=1.0),
         "pair_friction": Key("list", (), "friction of chosen material pairs: triples m1, m2, mu (e.g. [0, 1, 0.3])", "-", ge=0.0, le=10.0),
         "pair_rolling_friction": Key("list", (), "rolling friction of chosen material pairs: triples m1, m2, mu_r (the pair keeps contact.rolling_damping, rolling_stiffness, twisting)", "-", ge=0.0, le=10.0),
+        "hertz_curvature_pairs": Key("list", (), "level-set grains: material pairs (m1, m2, m1, m2, ...) that touch by the law 'hertz_curvature' whatever contact.shape_law", "-", ge=0.0, le=1000.0),
+        "area_pairs": Key("list", (), "level-set grains: material pairs (m1, m2, m1, m2, ...) that touch by the node law of grains.law (the shape law 'area') whatever contact.shape_law", "-", ge=0.0, le=1000.0),
     },
     "contact": {
         "law": Key(str, "jaeger", "tangential contact law", choices=TANGENTIAL_LAWS),
@@ -250,6 +250,18 @@ def _check_cell_size(config):
                          f"give particles.n >= {n_min}")
 
 
+def shape_laws_used(config):
+    """The contact laws of level-set grains a scenario uses: contact.shape_law and the laws that
+    materials.hertz_curvature_pairs and materials.area_pairs give to chosen material pairs."""
+    mats = config.get("materials") or {}
+    used = {config["contact"]["shape_law"]}
+    if mats.get("hertz_curvature_pairs"):
+        used.add("hertz_curvature")
+    if mats.get("area_pairs"):
+        used.add("area")
+    return used
+
+
 def refuse_unused_keys(config):
     """For the biaxial scenario (what `graindem run` drives): keys it does not use are refused when
     set to anything but their default (accepting them silently would suggest an effect they do not
@@ -267,10 +279,11 @@ def refuse_unused_keys(config):
                   if name.startswith("shape_")]
     if config["particles"]["kind"] == "levelset":
         unused.append(("material", "restitution", "grain contacts use grains.damping_ratio"))
-        if config["contact"]["shape_law"] == "hertz_curvature":
+        laws = shape_laws_used(config)
+        if laws == {"hertz_curvature"}:
             unused += [("grains", name, "a setting of contact.shape_law = 'area'")
                        for name in ("law", "stiffness", "overlap", "kt_ratio")]
-        else:
+        elif laws == {"area"}:
             unused += [("contact", "law", "level-set grains use grains.law"), ("contact", "xi", "a Jaeger setting"),
                        ("material", "E", "grain contacts use grains.stiffness"), ("material", "nu", "a Hertz setting")]
             unused += [(s, n, "a setting of contact.shape_law = 'hertz_curvature'") for s, n, _ in shape_keys
@@ -278,6 +291,8 @@ def refuse_unused_keys(config):
     else:
         unused += [("grains", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["grains"]]
         unused += shape_keys
+        unused += [("materials", name, "it applies to particles.kind = 'levelset'")
+                   for name in ("hertz_curvature_pairs", "area_pairs")]
     for section, name, why in unused:
         value, default = config[section][name], SCHEMA[section][name].default
         if value != (list(default) if isinstance(default, tuple) else default):
@@ -309,6 +324,19 @@ def _check_materials(config):
         if config["particles"]["file"]:
             raise ValueError("materials.fraction applies to generated spheres; with particles.file give each "
                              "sphere's material in a fifth CSV column instead")
+    for key in ("hertz_curvature_pairs", "area_pairs"):
+        pairs = mats[key]
+        if len(pairs) % 2:
+            raise ValueError(f"materials.{key} must hold pairs m1, m2; got {len(pairs)} numbers")
+        for m in pairs:
+            if m != int(m) or not (0 <= m <= k):
+                raise ValueError(f"materials.{key} must hold material indices in [0, {k}]; got {m!r}")
+    hertz, area = mats["hertz_curvature_pairs"], mats["area_pairs"]
+    both = {frozenset(map(int, p)) for p in zip(hertz[::2], hertz[1::2])}
+    both &= {frozenset(map(int, p)) for p in zip(area[::2], area[1::2])}
+    if both:
+        raise ValueError(f"materials.hertz_curvature_pairs and materials.area_pairs both name the pair "
+                         f"{sorted(next(iter(both)))}")
     for key, what in (("pair_friction", "mu"), ("pair_rolling_friction", "mu_r")):
         pf = mats[key]
         if len(pf) % 3:

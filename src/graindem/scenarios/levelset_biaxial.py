@@ -34,6 +34,7 @@ from ..core.rotations import random_quaternions
 from ..engine import checkpoint
 from ..engine.prepare import add_materials, restore_friction
 from ..io.progress import PreparationProgress
+from ..io.scenario import shape_laws_used
 
 CHECK_EVERY = 250           # steps between settling checks
 STRAIN_PER_STEP = 1e-4      # the servo's largest strain per step while the assembly is loose
@@ -110,7 +111,8 @@ def build_assembly(config, mu_prep):
     shape_of = rng.choice(n_shapes, size=n, p=shares / shares.sum())
     template_of = shape_of * g["size_classes"] + size_class
     contact = config["contact"]
-    hertz = contact["shape_law"] == "hertz_curvature"
+    laws = shape_laws_used(config)
+    hertz = "hertz_curvature" in laws
     # the Hertz law's materials and tangential law; the area law's stiffness is grains.stiffness
     elastic = dict(E=mat["E"], nu=mat["nu"], law=contact["law"], xi=contact["xi"]) if hertz else {}
     sim = Simulation(mu=mu_prep, density=mat["density"], dt_fraction=sim_cfg["dt_fraction"] or 0.2,
@@ -128,12 +130,19 @@ def build_assembly(config, mu_prep):
     quat = random_quaternions(rng, n)
     sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
     mean_radius = float(np.mean(radii))
+    default = contact["shape_law"]
     if hertz:
         sim.set_grain_contact(law="hertz_curvature", damping_ratio=g["damping_ratio"],
-                              radius_rule=contact["shape_radius_rule"], curvature_limit=contact["shape_curvature_limit"])
-    else:
+                              radius_rule=contact["shape_radius_rule"], curvature_limit=contact["shape_curvature_limit"],
+                              default=default == "hertz_curvature")
+    if "area" in laws:
         stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], mean_radius, g["overlap"])
-        sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
+        sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"],
+                              default=default == "area")
+    for law in ("hertz_curvature", "area"):
+        pairs = more.get(f"{law}_pairs") or []
+        for t in range(0, len(pairs), 2):
+            sim.set_pair_shape_law(int(pairs[t]), int(pairs[t + 1]), law)
     for t in range(len(templates)):
         for mt in np.unique(material_of):
             sel = (template_of == t) & (material_of == mt)
@@ -149,7 +158,7 @@ def packing_key(config):
             "dt": config["simulation"]["dt"], "dt_fraction": config["simulation"]["dt_fraction"],
             "pressure": config["loading"]["confining_stress"], "mu_prep": config["loading"]["preparation_mu"]}
     contact = config["contact"]
-    if contact["shape_law"] != "area":
+    if shape_laws_used(config) != {"area"}:
         keep["contact"] = {k: contact[k] for k in ("shape_law", "shape_radius_rule", "shape_curvature_limit", "law",
                                                     "xi")}
     return keep
