@@ -780,7 +780,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     result = run(args.quick, args.random_packing)
-    result["machine"] = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()}
+    result["provenance"] = __import__("provenance").provenance(__file__, argv)
     result["wall_time_s"] = time.perf_counter() - t0
     for name, c in result["cases"].items():
         flag = "ok" if c["error"] <= c["tolerance"] else "FAIL"

@@ -1,6 +1,6 @@
 """graindem against LAMMPS on the same settled packing (shared/data/packing_4000.csv).
 
-    python benchmarks/vs_lammps.py [--json FILE] [--steps 2000] [--rounds 10] [--skin 0.1]
+    python benchmarks/vs_lammps.py [--json FILE] [--steps 2000] [--rounds 10] [--skin 0.1] [--packing CSV]
 
 Setup from the data README: 4000 spheres, box 30 mm x 30 mm with walls at x = 0, 0.03, y = 0,
 0.03 and a floor at z = 0, open top, gravity 9.81 m/s^2 along -z; E = 70 GPa, nu = 0.25,
@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from provenance import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -158,8 +159,10 @@ def main(argv=None):
     ap.add_argument("--laws", default="linear,mindlin,md_incremental,jaeger")
     ap.add_argument("--skin", type=float, default=0.1,
                     help="neighbour skin of both codes as a fraction of the largest diameter (default 0.1)")
+    ap.add_argument("--packing", default=str(DATA), help=f"the packing's CSV (default {DATA})")
     args = ap.parse_args(argv)
-    pos, r = load_packing()
+    started = provenance(__file__, argv)
+    pos, r = load_packing(args.packing)
     laws = args.laws.split(",")
     styles = ("gran/hertz/history", "granular/mindlin")
     lam = have_lammps()
@@ -189,7 +192,7 @@ def main(argv=None):
         for key, runs in detail[side].items():
             if runs:
                 best[side][key] = max(x["particle_steps_per_s"] for x in runs)
-    out = {"graindem": best["graindem"], "lammps": best["lammps"], "steps": args.steps, "rounds": args.rounds,
+    out = {"provenance": started, "graindem": best["graindem"], "lammps": best["lammps"], "steps": args.steps, "rounds": args.rounds,
            "skin_over_diameter": args.skin,
            "n_particles": len(r), "detail": detail,
            "timing": "best round, particle-steps per CPU second of the running process, single thread"}

@@ -66,6 +66,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from provenance import provenance
 
 AXES = (1.0, 0.8, 0.6)
 NODES = 300
@@ -196,8 +197,9 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=100, help="steps per timed block, >= 1")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
     args = p.parse_args(argv)
+    started = provenance(__file__, argv)
     result, reason = yade_steps_per_s(args.steps, quick=args.quick)
-    out = {"yade": result, "yade_reason": reason}
+    out = {"provenance": started, "yade": result, "yade_reason": reason}
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
