@@ -78,7 +78,7 @@ def contact_kernel(name="contact_kernel.json"):
                  f(s["ratio_jaeger_mindlin"]), f(s["ratio_jaeger_mindlin_with_energy"])])
     kinds = d["jaeger_step_kinds"]
     cfg = d["config"]
-    text = (f"{cfg['contacts']:,} contacts, ns per contact update (thread CPU time), median of {cfg["rounds"]} "
+    text = (f"{cfg['contacts']:,} contacts, ns per contact update (thread CPU time), median of {cfg['rounds']} "
             f"interleaved rounds.\n\n"
             + table(["law", "biaxial trace", "trace, energy on", "synthetic", "synthetic, energy on"], rows)
             + f"\nTrace: {100 * kinds['elastic']:.0f} % elastic, {100 * kinds['partial_slip']:.0f} % partial-slip, "
