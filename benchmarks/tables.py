@@ -1,17 +1,19 @@
-"""The tables of docs/benchmarks.md, rendered from the benchmarks' JSON files in benchmarks/data/.
+"""The tables of docs/benchmarks.md and the README's benchmark table, rendered from the benchmarks' JSON
+files in benchmarks/data/.
 
-    python benchmarks/tables.py            # rewrite the tables in docs/benchmarks.md
-    python benchmarks/tables.py --check    # exit 1 when the page differs from the JSON files
+    python benchmarks/tables.py            # rewrite the tables in docs/benchmarks.md and README.md
+    python benchmarks/tables.py --check    # exit 1 when a page differs from the JSON files
 
-The page holds, for every table, a pair of markers
+A page holds, for every table, a pair of markers
 
     <!-- table: NAME -->
     ...
     <!-- end table -->
 
-and everything between them is replaced by TABLES[NAME](record): the command that produced the
-file, when, at which commit, on which CPU with which libraries (the file's "provenance"), and the
-table. The text around the markers is the page's own.
+and everything between them is replaced by TABLES[NAME](): on docs/benchmarks.md the command that
+produced the file, when, at which commit, on which CPU with which libraries (the file's
+"provenance"), and the table; in the README the headline figures. The text around the markers is
+the page's own.
 """
 
 import argparse
@@ -23,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 DATA = ROOT / "benchmarks" / "data"
-PAGE = ROOT / "docs" / "benchmarks.md"
+PAGES = (ROOT / "docs" / "benchmarks.md", ROOT / "README.md")
 BLOCK = re.compile(r"(<!-- table: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end table -->)", re.DOTALL)
 LIBRARIES = (("python", "Python"), ("numpy", "numpy"), ("scipy", "scipy"), ("numba", "numba"),
              ("llvmlite", "llvmlite"), ("h5py", "h5py"))
@@ -170,7 +172,7 @@ def lsdem(name="lsdem.json"):
     return recorded(d, name, (("yade", "YADE"),)) + "\n" + text
 
 
-def shaped_hertz(name="shaped_hertz.json"):
+def shaped_hertz(name="shaped_hertz_quick.json"):
     d = load(name)
     c = d["cost"]
     text = (f"{c['grains']} grains of {c['nodes_per_grain']} nodes in a periodic cell ({c['lattice_contacts']} "
@@ -234,6 +236,46 @@ def deformable_strategies(folder="deformable_strategies"):
     return recorded(load(summary), summary) + "\n" + text
 
 
+def packing_generation(name="packing_generation.json"):
+    d = load(name)
+    sizes = sorted({r["n"] for r in d["results"]})
+    by = {(r["distribution"], r["n"]): r for r in d["results"]}
+    dists = list(dict.fromkeys(r["distribution"] for r in d["results"]))
+    rows = [[dist, f(by[(dist, sizes[0])]["size_ratio"], 2)]
+            + [f"{f(by[(dist, n)]['seconds'])} s ({f(by[(dist, n)]['microseconds_per_sphere'], 2)} µs a sphere)"
+               for n in sizes] for dist in dists]
+    text = (f"A random gas at solid fraction {d['solid_fraction']} (`graindem.engine.prepare.random_gas`), CPU "
+            "seconds of one run per size.\n\n"
+            + table(["sizes", "r_max / r_min"] + [f"{n:,} spheres" for n in sizes], rows))
+    return recorded(d, name) + "\n" + text
+
+
+def readme_summary():
+    """The README's benchmark table: the headline figure of every page table."""
+    ck, vl, bx, ls = (load(n) for n in ("contact_kernel.json", "vs_lammps.json", "biaxial_jaeger_mindlin.json",
+                                         "lsdem.json"))
+    pg, dc = load("packing_generation.json"), load("deformable_cost.json")
+    jaeger = ck["laws"]["jaeger"]
+    ratio = vl.get("ratio_vs_gran_hertz_history") or {}
+    largest = max(pg["results"], key=lambda r: (r["n"], r["size_ratio"]))
+    rows = [["Jäger contact update, replay of a recorded biaxial trace",
+             f"{f(jaeger['ns_per_update'])} ns ({f(jaeger['updates_per_s'] / 1e6)} M updates/s); "
+             f"{f(ck['ratio_jaeger_mindlin'])}× mindlin"],
+            [f"sphere engine vs LAMMPS `gran/hertz/history`, {vl['n_particles']} spheres",
+             ", ".join(f"{law} {f(v)}×" for law, v in ratio.items() if v) + " LAMMPS's speed"],
+            [f"Kuhn's Table 1 ({bx['n_particles']} spheres, {bx['steps']:,} steps), interleaved",
+             f"jaeger / mindlin {bx['interleaved']['ratio_total_jaeger_over_mindlin']:.2f} (Kuhn: 1.49)"],
+            [f"level-set grains, {ls['graindem']['grains']} ellipsoids of 300 nodes",
+             f"{f(ls['graindem']['steps_per_s'])} steps/s"
+             + (f"; {f(ls['graindem_over_yade'])}× YADE {ls['provenance']['versions']['yade']} on the same lattice"
+                if ls["yade"] else "")],
+            [f"random packing generation, {largest['n']:,} spheres (size ratio {largest['size_ratio']:.0f})",
+             f"{f(largest['seconds'])} s"],
+            ["deformable step / rigid step, 27 spheres (validation's pull-back)",
+             f"{f(dc['assembly27_validation']['ratio_point_newton1'])}"]]
+    return table(["benchmark", "result"], rows)
+
+
 TABLES = {
     "contact_kernel": contact_kernel,
     "vs_lammps": vs_lammps,
@@ -245,6 +287,8 @@ TABLES = {
     "neighbour_search": neighbour_search,
     "store_locality": store_locality,
     "deformable_strategies": deformable_strategies,
+    "packing_generation": packing_generation,
+    "readme_summary": readme_summary,
 }
 
 
@@ -253,22 +297,26 @@ def render(page):
     def block(m):
         if m["name"] not in TABLES:
             raise KeyError(f"docs/benchmarks.md names table {m['name']!r}; known: {', '.join(TABLES)}")
-        return m.group(1) + "\n" + TABLES[m["name"]]() + "\n" + m.group(4)
+        body = TABLES[m["name"]]()
+        return m.group(1) + ("" if m["name"] == "readme_summary" else "\n") + body + "\n" + m.group(4)
     return BLOCK.sub(block, page)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 when docs/benchmarks.md differs from the JSON files")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a page differs from the JSON files")
     args = ap.parse_args(argv)
-    page = PAGE.read_text()
-    new = render(page)
-    if args.check:
-        if new != page:
-            print("docs/benchmarks.md differs from benchmarks/data/*.json: run python benchmarks/tables.py")
-            return 1
-        return 0
-    PAGE.write_text(new)
+    stale = []
+    for page in PAGES:
+        text = page.read_text()
+        new = render(text)
+        if new != text:
+            stale.append(page.relative_to(ROOT))
+            if not args.check:
+                page.write_text(new)
+    if args.check and stale:
+        print(f"{', '.join(map(str, stale))} differ from benchmarks/data/*.json: run python benchmarks/tables.py")
+        return 1
     return 0
 
 
