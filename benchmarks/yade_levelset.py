@@ -66,7 +66,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from provenance import provenance
 
 AXES = (1.0, 0.8, 0.6)
 NODES = 300
@@ -197,6 +196,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=100, help="steps per timed block, >= 1")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
     args = p.parse_args(argv)
+    from provenance import provenance  # here, not at the top: YADE's own Python runs this file as its scene script
+
     started = provenance(__file__, argv)
     result, reason = yade_steps_per_s(args.steps, quick=args.quick)
     out = {"provenance": started, "yade": result, "yade_reason": reason}
