@@ -58,7 +58,9 @@ def f(x, digits=3):
     """x to `digits` significant figures, without an exponent for the sizes on this page."""
     if x is None:
         return "–"
-    return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:,.0f}"
+    if abs(x) >= 10 ** digits:
+        return f"{x:,.0f}"
+    return f"{x:#.{digits}g}".rstrip(".")  # '#' keeps the zeros of 2.20, and leaves a dot after 100
 
 
 def spread(values, digits=3):
