@@ -163,7 +163,8 @@ def lsdem(name="lsdem.json"):
     y = d["yade"]
     if y:
         g = d["graindem"]
-        text += ("\n" + table(["code", "grains", "steps/s", "contacts", "graindem / YADE"],
+        text += ("\n" + table(["code", "grains", "steps/s", "pairs (graindem: listed; YADE: interactions)",
+                                      "graindem / YADE"],
                               [["graindem (area law)", g["grains"], f(g["steps_per_s"]),
                                 next(r["candidate_pairs"] for r in grains if r["grains"] == g["grains"]), ""],
                                [f"YADE {d['provenance']['versions'].get('yade') or ''} (LS-DEM, one thread)",
