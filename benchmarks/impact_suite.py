@@ -42,6 +42,8 @@ import numpy as np
 
 from graindem.engine.simulation import Simulation
 from graindem.verification import oblique_impact as ref
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # provenance.py beside this script, also when loaded by path
 from provenance import provenance
 
 LAWS = ("linear", "mindlin", "md_incremental", "jaeger")
