@@ -69,6 +69,7 @@ from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
 from graindem.engine.pair_pass import N_SC, pair_forces
 from graindem.scenarios.biaxial import prepared_packing, start_test  # noqa: E402
+from provenance import provenance
 
 
 def _pair_scratch(sim):
@@ -273,6 +274,7 @@ def main(argv=None):
     ap.add_argument("--interleave", type=int, default=400,
                     help="steps per turn of the interleaved runs of the laws (0: none; else >= 1)")
     args = ap.parse_args(argv)
+    started = provenance(__file__, argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {args.repeats}")
     if args.interleave < 0:
@@ -289,7 +291,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     prepared_packing(n, seed=1, cache=cache, announce=lambda m: print(m, flush=True))
     print(f"packing ready in {time.perf_counter() - t0:.1f} s", flush=True)
-    results = {"laws": {}, "jaeger_xi": {}, "n_particles": n, "steps": steps, "quick": args.quick,
+    results = {"provenance": started, "laws": {}, "jaeger_xi": {}, "n_particles": n, "steps": steps, "quick": args.quick,
                "compact_every": args.compact_every, "repeats": args.repeats,
                "timing": "CPU seconds of this process (single thread); wall_s for reference"}
     cases = [(law, 0.0) for law in args.laws.split(",")]

@@ -85,6 +85,9 @@ from graindem.contact.store import BYTES_PER_POINT, HistoryStore
 from graindem.demo.contact import MATERIAL, DemLikeMovements
 from graindem.core.layout import COMPACT_EVERY
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # provenance.py beside this script, also when loaded by path
+from provenance import provenance
+
 ROW_BYTES = S.N_FSTATE * 8 + S.N_ISTATE * 8
 TRACE = Path(__file__).resolve().parent / "data" / "jaeger_biaxial_trace.npz"
 
@@ -522,8 +525,9 @@ def _print_mix(name, res):
 
 def main(argv=None):
     args, cfg = parse_args(sys.argv[1:] if argv is None else argv)
+    started = provenance(__file__, argv)
     t0 = time.perf_counter()
-    result = run(cfg, seed=args.seed, trace=not args.no_trace)
+    result = {"provenance": started, **run(cfg, seed=args.seed, trace=not args.no_trace)}
     if args.bounds and TRACE.exists():
         result["bounds"] = bounds()
     result["wall_time_s"] = time.perf_counter() - t0

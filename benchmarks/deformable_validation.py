@@ -36,6 +36,7 @@ from graindem.deform.scenes import SPHERE_RADIUS
 from graindem.deform.validation import (assembly27, fem_compaction_mode_file, quasi_static_compaction,
                                         relative_error, single_sphere_compaction, three_point_bending)
 from graindem.io.plots import new_figure, save_figure
+from provenance import provenance
 
 # rates: (r, r/2); with the geometric schedule r is the final constant wall speed (in ε per time unit)
 # and τ doubles as r halves
@@ -301,6 +302,7 @@ def main(argv=None):
                         help="wall motion of both compaction validations (default: per validation, see QUICK)")
     parser.add_argument("--only", default=None, help="comma list of: bending,compaction,assembly,strategies")
     args = parser.parse_args(argv)
+    started = provenance(__file__, argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg = dict(QUICK) if args.quick else dict(FULL, geometric=FULL_GEOMETRIC)
@@ -326,7 +328,7 @@ def main(argv=None):
         log(f"FEM compaction mode: {fem.unknowns} unknowns, mode at eps = {fem.eps[-1]:.3g}, "
             f"{fem_info['seconds']:.1f} s -> {mode_file}")
     sphere = compaction_sphere(mode_file, n_nodes=cfg["sphere_nodes"])
-    summary = {"mode": "quick" if args.quick else "full", "config": cfg, "mode_file": mode_file,
+    summary = {"provenance": started, "mode": "quick" if args.quick else "full", "config": cfg, "mode_file": mode_file,
                "fem_mode_extraction": fem_info,
                "sphere_nodes": int(len(sphere.nodes)), "node_layout": "octahedral"}
     phases = {}

@@ -22,6 +22,7 @@ from graindem.fem.cli import plot_compaction_curves, plot_mode, surface_triangle
 from graindem.fem.compaction import (SEED_TABLE_EPS, SEED_TABLE_FORCE, compact_sphere, compaction_mode_set,
                                      energy_fit_force, normalized_curve)
 from graindem.fem.contact import hertz_plate_force, sphere_between_plates
+from provenance import provenance
 
 
 def compaction(mesh_size, out, tag):
@@ -82,6 +83,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("bench_out"))
     args = ap.parse_args()
+    started = provenance(__file__)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:
         comp = {"coarse": compaction(1.0, args.out, "coarse")}
@@ -90,7 +92,7 @@ def main():
         comp = {"coarse": compaction(1.0, args.out, "coarse"), "medium": compaction(0.5, args.out, "medium"),
                 "fine": compaction(0.35, args.out, "fine")}
         hz = hertz([0.5, 0.25, 1 / 6])
-    report = {"compaction": comp, "hertz_two_plates": hz}
+    report = {"provenance": started, "compaction": comp, "hertz_two_plates": hz}
     (args.out / "fem_compaction.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: {kk: v[kk] for kk in ("unknowns_octant", "seconds", "table_max_abs_rel_error",
                                                "table_max_abs_rel_error_eps_ge_0.01", "normalized_max_abs_rel_error")}

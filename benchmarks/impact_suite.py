@@ -43,6 +43,9 @@ import numpy as np
 from graindem.engine.simulation import Simulation
 from graindem.verification import oblique_impact as ref
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # provenance.py beside this script, also when loaded by path
+from provenance import provenance
+
 LAWS = ("linear", "mindlin", "md_incremental", "jaeger")
 WALL_STIFFNESS = 1000.0  # the "rigid" plane's Young's modulus over the sphere's
 
@@ -658,7 +661,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="a few speeds and angles (the test suite's size)")
     ap.add_argument("--out", default=None, help="folder for the PNGs (impact_*.png)")
     args = ap.parse_args(argv)
-    result = run_suite(quick=args.quick, out_dir=args.out, log=lambda s: print(s, flush=True))
+    started = provenance(__file__, argv)
+    result = {"provenance": started,
+              **run_suite(quick=args.quick, out_dir=args.out, log=lambda s: print(s, flush=True))}
     with open(args.json, "w") as fh:
         json.dump(result, fh, indent=1)
     bad = [k for k, c in result["cases"].items() if not c["error"] <= c["tolerance"]]

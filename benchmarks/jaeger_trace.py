@@ -39,6 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from graindem.contact import jaeger, state as S  # noqa: E402
+from provenance import provenance
 
 DEFAULT_TRACE = Path(__file__).resolve().parent / "data" / "jaeger_biaxial_trace.npz"
 
@@ -229,6 +230,7 @@ def main(argv=None):
             ap.error(f"--{name} must be >= 1")
     if args.skip < 0:
         ap.error("--skip must be >= 0")
+    started = provenance(__file__, argv)
     r = record(args.particles, args.skip, args.steps, args.contacts)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -238,7 +240,7 @@ def main(argv=None):
     agree32 = replay_agreement(r["delta"].astype(np.float32).astype(np.float64),
                                r["ds"].astype(np.float32).astype(np.float64), r["kinds"], r["kappa"], r["mu"])
     r["replay_kind_agreement"] = {"float64": agree64, "float32_as_stored": agree32}
-    summary = {k: r[k] for k in ("replay_kind_agreement", "stats_all_contacts", "stats_recorded_contacts", "particles", "skip", "steps",
+    summary = {"provenance": started} | {k: r[k] for k in ("replay_kind_agreement", "stats_all_contacts", "stats_recorded_contacts", "particles", "skip", "steps",
                                   "kappa", "mu")}
     print(json.dumps(summary, indent=2))
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")

@@ -36,6 +36,7 @@ from graindem.bodies.levelset import GC_NCP, GC_NPAIRS
 from graindem.engine import Simulation
 from graindem.particles import LevelSetGrain
 from yade_levelset import FULL as YADE_FULL, QUICK as YADE_QUICK, yade_steps_per_s
+from provenance import provenance
 
 FULL = dict(queries=2_000_000, grains=(8, 64, 216, 512), nodes=(100, 300, 1000, 3000), node_grains=64,
             steps=100, rounds=5, spacing=0.1, conv_spacings=(1 / 6, 1 / 9, 1 / 12, 1 / 18, 1 / 24),
@@ -144,10 +145,11 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="small sizes (under a minute after compilation)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
+    started = provenance(__file__, argv)
     cfg = dict(QUICK if args.quick else FULL)
     rng = np.random.default_rng(args.seed)
     t0 = time.perf_counter()
-    result = {"benchmark": "lsdem", "quick": args.quick, "config": cfg,
+    result = {"provenance": started, "benchmark": "lsdem", "quick": args.quick, "config": cfg,
               "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                           "cpus": os.cpu_count()}}
     result["queries"] = bench_queries(cfg, rng)

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from graindem.engine.prepare import random_gas  # noqa: E402
 from graindem.particles.size_distribution import (MAX_LOGNORMAL_SIGMA, MAX_UNIFORM_SPREAD, Lognormal,  # noqa: E402
                                                   Uniform)
+from provenance import provenance
 
 DISTRIBUTIONS = {
     "uniform_0.2": Uniform(1.0, 0.2),
@@ -83,6 +84,7 @@ def main():
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args()
+    started = provenance(__file__)
     sizes = [n for n in (2000, 16000, 100000, 1000000) if n <= args.max_n and (not args.quick or n <= 16000)]
     time_one(100, DISTRIBUTIONS["uniform_0.2"])  # compile
     results = []
@@ -96,7 +98,7 @@ def main():
             print(f"{name:18s} n = {n:8d}  ratio {ratio:5.2f}  {seconds:8.3f} s  "
                   f"{row['microseconds_per_sphere']:7.2f} us/sphere  {trials:6.1f} trials/sphere  "
                   f"{row['microseconds_per_trial']:6.3f} us/trial", flush=True)
-    out = {"benchmark": "packing_generation", "solid_fraction": SOLID_FRACTION, "results": results,
+    out = {"provenance": started, "benchmark": "packing_generation", "solid_fraction": SOLID_FRACTION, "results": results,
            "note": "CPU seconds of one process on a possibly shared machine"}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))

@@ -37,6 +37,7 @@ from graindem.core.layout import CTL_RMAX, CTL_SKIN, ICTL_NPAIRS, ICTL_PERIODIC,
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
 from graindem.engine.pair_pass import N_SC, cell_box, pair_forces, select_rows
+from provenance import provenance
 
 
 @njit(_nrt=False)
@@ -263,7 +264,7 @@ def main(argv=None):
     ap.add_argument("--law", default="mindlin")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    out = {}
+    out = {"provenance": provenance(__file__, argv)}
     cases = ("packing", "biaxial") if args.case == "both" else (args.case,)
     for case in cases:
         for law in args.law.split(","):

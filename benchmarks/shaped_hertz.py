@@ -924,7 +924,7 @@ def main(argv=None):
                   "quick": args.quick}
     else:
         result = run(args.quick, args.random_packing, args.bulk_modulus)
-    result["machine"] = {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()}
+    result["provenance"] = __import__("provenance").provenance(__file__, argv)
     result["wall_time_s"] = time.perf_counter() - t0
     for name, c in result["cases"].items():
         flag = "ok" if c["error"] <= c["tolerance"] else "FAIL"

@@ -45,6 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # provenance.py beside this script, also when loaded by path
+from provenance import provenance
+
 TOL = 1e-12
 MATERIAL = dict(R1=1e-3, R2=2e-3, E=70e9, nu=0.25, mu=0.4)
 D0 = 1e-6  # a typical overlap (m) for these spheres
@@ -326,7 +329,7 @@ def main(argv=None):
         if value is not None and value < (0 if name in ("calls", "kills") else 1):
             p.error(f"--{name.replace('_', '-')} must be >= {0 if name in ('calls', 'kills') else 1}, got {value}")
     say = (lambda msg: print(msg, flush=True)) if args.verbose else None
-    result = {}
+    result = {"provenance": provenance(__file__, argv)}
     if args.calls is not None:
         result.update(contact_soak(args.calls, contacts=args.contacts, seed=args.seed, check_every=args.check_every,
                                    progress=say, energy=args.energy))

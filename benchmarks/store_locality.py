@@ -29,6 +29,7 @@ from graindem.contact import ContactBatch
 from graindem.contact import state as S
 from graindem.contact.laws import advance_contacts
 from graindem.demo.contact import MATERIAL, DemLikeMovements
+from provenance import provenance
 
 FULL = dict(sizes=(2000, 20000), warmup_steps=300, block_steps=25, rounds=12, intervals=(50, 150, 300))
 QUICK = dict(sizes=(2000,), warmup_steps=150, block_steps=10, rounds=3, intervals=(10,))
@@ -107,6 +108,7 @@ def main(argv=None):
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    started = provenance(__file__, argv)
     cfg = dict(QUICK if args.quick else FULL)
     t0 = time.perf_counter()
     results = []
@@ -118,7 +120,7 @@ def main(argv=None):
                                                                    if "ratio_to_mindlin" in v else "")
                              for k, v in rec.items() if isinstance(v, dict))
             print(f"n={n} energy={energy} mean history {rec['mean_history_length']:.1f}: {line}", flush=True)
-    result = {"runs": results, "config": cfg, "wall_time_s": time.perf_counter() - t0,
+    result = {"provenance": started, "runs": results, "config": cfg, "wall_time_s": time.perf_counter() - t0,
               "machine": {"platform": platform.platform(), "python": platform.python_version()}}
     if args.json:
         path = Path(args.json)

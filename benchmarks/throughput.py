@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from graindem.core.layout import ICTL_NPAIRS, ICTL_NREBUILDS
 from graindem.engine.simulation import Simulation  # noqa: E402
+from provenance import provenance
 
 PARTICLE_ARRAYS = ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "pos_build", "pstart",
                    "pmat", "pid")
@@ -81,8 +82,9 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--sort", action="store_true", help="sort_particles=True in the N sweep")
     args = ap.parse_args(argv)
+    started = provenance(__file__, argv)
     if args.order_study:
-        return order_study(args)
+        return order_study(args, started)
     ms = [6, 8, 11, 16, 22, 32, 47, 63]
     if args.quick:
         ms = [6, 8, 16, 24]
@@ -101,7 +103,7 @@ def main(argv=None):
         print(f"N = {res['n']:8d}: {res['particle_steps_per_s'] / 1e6:6.2f} M particle-steps/s, "
               f"{res['contact_steps_per_s'] / 1e6:6.2f} M contact-steps/s, {res['ns_per_particle_step']:.0f} ns per "
               f"particle-step, {res['bytes_per_particle_total']:.0f} bytes per particle", flush=True)
-    out = {"law": args.law, "rows": rows, "sort_particles": args.sort,
+    out = {"provenance": started, "law": args.law, "rows": rows, "sort_particles": args.sort,
            "timing": "CPU seconds of this process, single thread"}
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
@@ -109,11 +111,11 @@ def main(argv=None):
     return 0
 
 
-def order_study(args):
+def order_study(args, started):
     """Cost of a random particle order and what renumbering in cell order (sort_particles) buys."""
     variants = [("crystal order", False, False), ("crystal order, sorted", False, True),
                 ("shuffled", True, False), ("shuffled, sorted", True, True)]
-    out = {"law": args.law, "timing": "CPU seconds of this process, single thread; best of rounds", "sizes": {}}
+    out = {"provenance": started, "law": args.law, "timing": "CPU seconds of this process, single thread; best of rounds", "sizes": {}}
     for m in (10, 25):
         n = 4 * m ** 3
         steps = int(min(400, max(40, 4e7 / n)))

