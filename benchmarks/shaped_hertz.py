@@ -51,8 +51,6 @@ law against the area law's node pass is under cost["single_pair_microbenchmark"]
 import argparse
 import json
 import math
-import os
-import platform
 import statistics
 import sys
 import time
