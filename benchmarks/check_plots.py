@@ -45,6 +45,14 @@ def _save(fig, out_dir, name, dpi=110):
     return path
 
 
+def _finish(f, ax, title, out_dir, name, legend=8):
+    """Title, legend, layout and save of a one-axes figure; returns the PNG's path."""
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=legend)
+    f.tight_layout()
+    return _save(f, out_dir, name)
+
+
 def error_vs_tolerance(ax, groups):
     """One marker per case at its error, a short bar at its tolerance, log scale; groups is a list of
     (label, [(case name, error, tolerance)]) drawn left to right and separated by thin lines."""
@@ -115,10 +123,8 @@ def plot_shaped_hertz(data, out_dir):
                         .replace("crossed_ellipsoids_", "crossed at ").replace("deg", "°") for k, _ in ell],
                        rotation=20, fontsize=8)
     ax.set_ylabel("F / F_Johnson − 1 (largest over the overlaps)")
-    ax.set_title("Ellipsoid contacts against Johnson's elliptical Hertz, per effective-radius rule", fontsize=10)
-    ax.legend(fontsize=8)
-    f.tight_layout()
-    paths.append(_save(f, out_dir, "shaped_hertz_ellipsoids.png"))
+    paths.append(_finish(f, ax, "Ellipsoid contacts against Johnson's elliptical Hertz, per effective-radius rule",
+                         out_dir, "shaped_hertz_ellipsoids.png"))
 
     f, ax = plt.subplots(figsize=(6.4, 4.6))
     for key, label, slope, mk in (("bulk_modulus_exponent_hertz_curvature", "hertz_curvature", 1 / 3, "o"),
@@ -131,10 +137,8 @@ def plot_shaped_hertz(data, out_dir):
                   label=f"K ∝ p^{'1/3' if slope < 0.4 else '1/2'} through the first point")
     ax.set_xlabel("pressure p (virial of the contact forces)")
     ax.set_ylabel("bulk modulus K = dp/dε_v")
-    ax.set_title("Lattice of aligned ellipsoids (1, 0.8, 0.6), affine compression", fontsize=10)
-    ax.legend(fontsize=8)
-    f.tight_layout()
-    paths.append(_save(f, out_dir, "shaped_hertz_bulk_modulus.png"))
+    paths.append(_finish(f, ax, "Lattice of aligned ellipsoids (1, 0.8, 0.6), affine compression",
+                         out_dir, "shaped_hertz_bulk_modulus.png"))
 
     f, ax = plt.subplots(figsize=(6.4, 4.6))
     ref_case = cases["impact_levelset_sphere_plane_jaeger"]
@@ -150,10 +154,8 @@ def plot_shaped_hertz(data, out_dir):
     ax.axhline(0.0, color="0.8", lw=0.8)
     ax.set_xlabel(r"$\psi_1$ (normalised incident angle)")
     ax.set_ylabel(r"$\psi_2$ (normalised rebound angle)")
-    ax.set_title("Level-set sphere (h = R/12) on an elastic plane, hertz_curvature law", fontsize=10)
-    ax.legend(fontsize=7)
-    f.tight_layout()
-    paths.append(_save(f, out_dir, "shaped_hertz_impact.png"))
+    paths.append(_finish(f, ax, "Level-set sphere (h = R/12) on an elastic plane, hertz_curvature law",
+                         out_dir, "shaped_hertz_impact.png", legend=7))
     return paths
 
 

@@ -28,6 +28,8 @@ wall_contact_arrays) and compared with its own independent reference:
     python benchmarks/impact_suite.py --json FILE [--quick] [--out DIR]
 
 writes {"cases": {NAME: {"error", "tolerance", "reference", ...}}} and PNGs (impact_*.png) in DIR.
+impact_co123_spin.png (tests 1-3 and the spin cases, every row against its tolerance) is drawn from the
+JSON by benchmarks/check_plots.py --impact FILE.
 Every error is the largest over the case's speeds or angles; relative for Hertz quantities.
 """
 

@@ -3,7 +3,8 @@
     python benchmarks/shaped_hertz.py --json results/bench/shaped_hertz.json [--quick]
     python benchmarks/shaped_hertz.py --bulk-modulus [--quick] --json FILE   # the servo cell's cases alone
 
-Writes {"cases": {NAME: {"error", "tolerance", "reference"}}, "cost_ratio_vs_area": ..., ...}.
+Writes {"cases": {NAME: {"error", "tolerance", "reference"}}, "cost_ratio_vs_area": ..., ...}. Its figures
+(docs/img/shaped_hertz_*.png) are drawn from that file by benchmarks/check_plots.py --shaped-hertz FILE.
 
 Cases (each against an independent reference):
 - curvature_*: principal curvatures from the level set's spline Hessian at the contact point against
