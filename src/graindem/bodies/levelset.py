@@ -197,6 +197,17 @@ def pair_image(pos, i, j, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic):
     return min_image(dx, dy, dz, Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
 
 
+@njit(inline="always")
+def pair_mass(mass, motion, i, j):
+    """The reduced mass of grains i and j, a grain that the dynamics does not move counting as
+    infinitely heavy (the contact dampers' mass)."""
+    if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
+        return mass[i] * mass[j] / (mass[i] + mass[j])
+    if motion[i] == MOTION_DYNAMIC:
+        return mass[i]
+    return mass[j]
+
+
 @njit
 def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
                      t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, cell,
@@ -231,12 +242,7 @@ def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape
             gctl[GC_BAD_I] = i
             gctl[GC_BAD_J] = j
             return -1, 0
-    if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
-        m_eff = mass[i] * mass[j] / (mass[i] + mass[j])
-    elif motion[i] == MOTION_DYNAMIC:
-        m_eff = mass[i]
-    else:
-        m_eff = mass[j]
+    m_eff = pair_mass(mass, motion, i, j)
     n_cp = lc.apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta,
                             kt_ratio, mu_tab[material[i], material[j]], dt, step, pos, vel, omega, force,
                             torque, vel, omega, force, torque, 0, shear, partner, last_step, walls, cell, cp_x,

@@ -64,8 +64,8 @@ from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheare
 from ..core.layout import ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from .levelset import (GC_BAD_I, GC_BAD_J, GC_NCONTACTS, GC_NCP, GC_NEED, GC_NPAIRS, GC_STATUS, GC_STEP,
                        MOTION_DYNAMIC, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL, half_kick, neighbour_cutoff,
-                       node_pair_forces, node_wall_forces, pair_image, rebuild, start_step, update_rotations,
-                       walls_half_work)
+                       node_pair_forces, node_wall_forces, pair_image, pair_mass, rebuild, start_step,
+                       update_rotations, walls_half_work)
 
 LAW_NAME = SHAPE_HERTZ
 # the law of a material pair (HertzRows.laws)
@@ -349,12 +349,7 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
             qB = quat[j]
             nodesB = t_nodes[t_node_off[tj]:t_node_off[tj + 1]]
             wB = omega[j]
-            if motion[i] == MOTION_DYNAMIC and motion[j] == MOTION_DYNAMIC:
-                m_eff = mass[i] * mass[j] / (mass[i] + mass[j])
-            elif motion[i] == MOTION_DYNAMIC:
-                m_eff = mass[i]
-            else:
-                m_eff = mass[j]
+            m_eff = pair_mass(mass, motion, i, j)
             r_ref = req[i] * req[j] / (req[i] + req[j])
             reachB2 = radius[j] ** 2
             deepest = limit * min(t_radius[tmpl[i]], t_radius[tj])
