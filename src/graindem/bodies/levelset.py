@@ -446,8 +446,21 @@ def half_kick(hdt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force,
 @njit
 def drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, gravity, cell,
                  energy):
-    """Half kick and drift of every grain (dynamic: with the cell's affine flow and the free rotor;
-    kinematic: as prescribed); then the cell moves. False if a grain's state is not finite."""
+    """Half kick and drift of every grain (kick_and_drift); then the cell moves. False if a grain's
+    state is not finite."""
+    ok = kick_and_drift(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, gravity,
+                        cell, energy)
+    advance_cell(cell, dt)
+    return ok
+
+
+@njit
+def kick_and_drift(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque, gravity, cell,
+                   energy):
+    """Half kick and drift of every grain (dynamic: with the cell's affine flow at its strain and
+    shear rates, and the free rotor; kinematic: as prescribed); the cell itself does not move
+    (drift_grains moves it; in a run with spheres, the sphere step does). False if a grain's state
+    is not finite."""
     Lb = np.empty(3)
     R = np.empty((3, 3))
     hdt = 0.5 * dt
@@ -484,7 +497,6 @@ def drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, m
             if not (math.isfinite(pos[g, d]) and math.isfinite(angmom[g, d])):
                 ok = False
     energy[E_GRAVITY] += work
-    advance_cell(cell, dt)
     return ok
 
 

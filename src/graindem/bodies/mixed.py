@@ -12,28 +12,37 @@ unchanged; grains: bodies.levelset), and this module adds what joins them:
   "node"), damping and per-node Coulomb spring, the material pair's friction, forces and torques
   to both bodies, the stress and energies in the grains' records (apply_scratch). A node's history
   partner is the grain count plus the sphere's index, so grain and sphere partners stay apart.
+- **The cell**, periodic or walled, fixed or deforming under the stress servo and shear, is one
+  for both kinds: the sphere step's servo drives it on the whole assembly's Love-Weber sum (the
+  spheres' own, plus the grains' and the grain-sphere contacts' at the same positions, passed to
+  engine.loop.run_steps as its more_stress), books its work, and moves it once per step; both
+  kinds drift with its affine flow. The sphere list keeps its build record in the cell
+  (CELL_LBUILD, CELL_TILT_BUILD); the grains' list and the grain-sphere list each keep their own
+  (a record of REC_N floats: the lengths and tilts at their last build) and rebuild by the rule of
+  the sphere loop (twice the largest move relative to the affine flow plus the cell's stretch and
+  tilt since that build times the cutoff, or a tilt flip).
 - **The step** (engine.mixed_loop.run_mixed, which calls the sphere loop), the same dt for both
   kinds. Both integrators are the leapfrog: a sphere's velocity is stored at the half step, a
   grain's at the full step (velocity Verlet), and both take forces at the same positions:
-    0. grains: the first half of their step (half kick with the forces of the last step, drift,
-       rotation; bodies.levelset.start_step; their copy of the walls moves);
-    1. the grains' own list, when stale;
-    2. spheres: one step of engine.loop.run_steps (sphere-sphere and sphere-wall forces added to
-       the grain-sphere forces already in their force arrays, kick, drift, walls, rebuild);
+    0. spheres: one step of engine.loop.run_steps (sphere-sphere and sphere-wall forces added to
+       the grain-sphere forces already in their force arrays, the servo, kick, drift, the cell's
+       move, walls, rebuild);
+    1. grains: the first half of their step (half kick with the forces of the last step, drift
+       with the cell's flow of this step, rotation; kick_and_drift; their copy of the walls moves);
+    2. the grains' own list, when stale;
     3. the grain-sphere list, when stale;
     4. forces at the new positions: grains (gravity, grain pairs, walls), then the grain-sphere
-       contacts, which add to the grains' forces and to the spheres' (consumed by step 2 of the
+       contacts, which add to the grains' forces and to the spheres' (consumed by step 0 of the
        next step); the grains' second half kick.
   A phase that needs longer arrays returns to Python (MC_STATUS, MC_PHASE), which grows them and
   resumes the step at that phase; phases are idempotent up to where they stopped.
   Momentum is exchanged through equal and opposite forces at the same contact point, so linear and
   angular momentum (both kinds' velocities at the half step) are conserved to round-off.
 
-Not offered for a mixed run (Simulation refuses it at setup): the deforming cell (servo, shear;
-the cell is advanced by each kind's integrator, which is exact only while it does not deform),
-renumbering spheres (`sort_particles`: the grain-sphere list and histories hold sphere indices),
-adaptive dt, the "hertz_curvature" grain law, deformable grains, spheres smaller than the grains'
-node spacing (the nodes would not resolve them).
+Not offered for a mixed run (Simulation refuses it at setup): renumbering spheres
+(`sort_particles`: the grain-sphere list and histories hold sphere indices), adaptive dt, the
+"hertz_curvature" grain law, deformable grains, spheres smaller than the grains' node spacing (the
+nodes would not resolve them).
 """
 
 import math
@@ -42,9 +51,11 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import levelset_contact as lc
-from ..core.cell import CELL_L, CELL_TILT, is_sheared, min_image, min_image_tilted
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, deformation_since_build, is_sheared,
+                         min_image, min_image_tilted)
 from ..core.grid import trilinear
-from .levelset import GC_NCP, GC_NPAIRS, MOTION_DYNAMIC, affine_drift2, build_grain_pairs, grain_forces
+from .levelset import (GC_BAD_I, GC_NCP, GC_NPAIRS, GC_STATUS, MOTION_DYNAMIC, STATUS_DIVERGED, affine_drift2,
+                       build_grain_pairs, grain_forces, kick_and_drift, move_walls, rebuild, update_rotations)
 
 # the int64 control record of the mixed step
 MC_STATUS = 0      # why engine.mixed_loop.run_mixed returned (its STATUS_*)
@@ -58,6 +69,11 @@ MC_BAD_SPHERE = 7
 MC_NCONTACTS = 8   # grain-sphere pairs with a contact node at the last force evaluation
 N_MC = 9
 
+# a list's build record: the cell's lengths (REC_L, 3) and tilts (REC_TILT, 3) at its last build
+REC_L = 0
+REC_TILT = 3
+REC_N = 6
+
 # the values mixed_forces leaves in mctl[MC_STATUS] when a contact diverged
 MC_GRAIN_DIVERGED = 4     # the grains' record (gctl) names where
 MC_SG_DIVERGED = 5        # MC_BAD_GRAIN, MC_BAD_SPHERE name the contact
@@ -65,11 +81,69 @@ MC_SG_DIVERGED = 5        # MC_BAD_GRAIN, MC_BAD_SPHERE name the contact
 
 
 @njit
+def cell_since(cell, record):
+    """The cell as a list built at `record` sees it: a copy holding that build's lengths and tilts
+    where the spheres' list keeps its own (CELL_LBUILD, CELL_TILT_BUILD)."""
+    view = cell.copy()
+    for d in range(3):
+        view[CELL_LBUILD + d] = record[REC_L + d]
+        view[CELL_TILT_BUILD + d] = record[REC_TILT + d]
+    return view
+
+
+@njit
+def remember_cell(view, cell, record):
+    """After a rebuild on `view` (a copy of the cell): its lengths and tilts into `record`; a tilt
+    the rebuild flipped (the same lattice of images) is flipped in the cell too."""
+    for d in range(3):
+        record[REC_L + d] = view[CELL_L + d]
+        record[REC_TILT + d] = view[CELL_TILT + d]
+        cell[CELL_TILT + d] = view[CELL_TILT + d]
+
+
+@njit
+def list_stale(pos, pos_build, cell, record, cutoff, skin):
+    """The sphere loop's rebuild rule for a list built at `record`: twice the largest move of a
+    centre relative to the cell's affine flow, plus the cell's stretch and tilt since the build
+    times the cutoff, exceeds the skin, or a tilt must flip."""
+    view = cell_since(cell, record)
+    stretch, flip = deformation_since_build(view)
+    return flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, view)) + stretch * cutoff > skin
+
+
+@njit
+def rebuild_grain_list(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, record):
+    """The grains' own list (levelset.rebuild) with its build record kept apart from the spheres';
+    False if `pairs` must grow."""
+    view = cell.copy()
+    if not rebuild(pos, radius, view, periodic, skin, pairs, pos_build, gctl):
+        return False
+    remember_cell(view, cell, record)
+    return True
+
+
+@njit
+def start_grain_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                     gravity, cell, walls, pos_build, record, energy, acc, gctl):
+    """The grains' first half of a step in a run with spheres, after the sphere step has run the
+    servo and moved the cell: their walls' move, half kick and drift with the cell's flow of this
+    step, the rotations. Returns (ok, stale) as levelset.start_step does."""
+    move_walls(walls, acc, dt)
+    if not kick_and_drift(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                          gravity, cell, energy):
+        gctl[GC_STATUS] = STATUS_DIVERGED
+        gctl[GC_BAD_I] = -1
+        return False, False
+    update_rotations(quat, rot, angmom, inertia, omega, motion)
+    return True, list_stale(pos, pos_build, cell, record, cutoff, skin)
+
+
+@njit
 def rebuild_sphere_grain_pairs(g_pos, g_radius, s_pos, s_radius, cell, periodic, skin, pairs, g_build, s_build,
-                               mctl):
+                               record, mctl):
     """List the (grain, grain count + sphere) pairs whose bounding spheres lie within the skin
     (levelset.build_grain_pairs over both kinds stacked, cross pairs only) and remember the
-    centres; False if `pairs` must grow."""
+    centres and the cell (`record`); False if `pairs` must grow."""
     G = g_pos.shape[0]
     N = s_pos.shape[0]
     both = np.empty((G + N, 3))
@@ -80,7 +154,8 @@ def rebuild_sphere_grain_pairs(g_pos, g_radius, s_pos, s_radius, cell, periodic,
     for s in range(N):
         both[G + s] = s_pos[s]
         rad[G + s] = s_radius[s]
-    k = build_grain_pairs(both, rad, cell, periodic, skin, pairs, G)
+    view = cell.copy()
+    k = build_grain_pairs(both, rad, view, periodic, skin, pairs, G)
     mctl[MC_NEED] = k
     if k > pairs.shape[0]:
         return False
@@ -88,15 +163,21 @@ def rebuild_sphere_grain_pairs(g_pos, g_radius, s_pos, s_radius, cell, periodic,
     mctl[MC_NREBUILDS] += 1
     g_build[:] = g_pos
     s_build[:] = s_pos
+    remember_cell(view, cell, record)
     return True
 
 
 @njit
-def sphere_grain_stale(g_pos, g_build, s_pos, s_build, cell, skin):
-    """True when twice the largest move of a centre of either kind since the list was built
-    exceeds the skin (the grains' rule; the cell does not deform in a mixed run)."""
-    d2 = max(affine_drift2(g_pos, g_build, cell), affine_drift2(s_pos, s_build, cell))
-    return 2.0 * math.sqrt(d2) > skin
+def sphere_grain_cutoff(g_radius, s_radius, skin):
+    """The largest centre distance the grain-sphere list covers."""
+    return g_radius.max() + s_radius.max() + skin
+
+
+@njit
+def sphere_grain_stale(g_pos, g_build, s_pos, s_build, cell, record, cutoff, skin):
+    """list_stale over the centres of both kinds."""
+    return (list_stale(g_pos, g_build, cell, record, cutoff, skin)
+            or list_stale(s_pos, s_build, cell, record, cutoff, skin))
 
 
 @njit
@@ -234,7 +315,8 @@ class SphereGrainCoupling:
     (levelset_contact.E_*): the grain-sphere contacts' energies and, in E_GRAVITY, gravity's work
     on the spheres (engine.mixed_loop; the sphere loop does not count it)."""
 
-    STATE = ("pairs", "g_build", "s_build", "mctl", "grain_walls", "grain_acc", "energy")
+    STATE = ("pairs", "g_build", "s_build", "mctl", "grain_walls", "grain_acc", "energy", "grain_record",
+             "sg_record")
 
     def __init__(self, n_grains, n_spheres, walls, n_acc):
         self.pairs = np.zeros((max(16, 4 * (n_grains + n_spheres)), 2), dtype=np.int64)
@@ -244,11 +326,20 @@ class SphereGrainCoupling:
         self.grain_walls = np.array(walls, dtype=np.float64)
         self.grain_acc = np.zeros(n_acc)
         self.energy = np.zeros(lc.N_ENERGY)
+        # the build records (REC_*) of the grains' own list and of the grain-sphere list
+        self.grain_record = np.zeros(REC_N)
+        self.sg_record = np.zeros(REC_N)
+
+    def ensure_grain_pairs(self, grains, cell, periodic, skin):
+        """Rebuild the grains' own list now, growing it as needed."""
+        while not rebuild_grain_list(grains.pos, grains.radius, cell, periodic, skin, grains.pairs, grains.pos_build,
+                                     grains.gctl, self.grain_record):
+            grains._grow_pairs()
 
     def ensure_pairs(self, grains, s_pos, s_radius, cell, periodic, skin):
         """Rebuild the grain-sphere list now, growing it as needed."""
         while not rebuild_sphere_grain_pairs(grains.pos, grains.radius, s_pos, s_radius, cell, periodic, skin,
-                                             self.pairs, self.g_build, self.s_build, self.mctl):
+                                             self.pairs, self.g_build, self.s_build, self.sg_record, self.mctl):
             self.grow()
 
     def grow(self):
@@ -258,11 +349,15 @@ class SphereGrainCoupling:
         return {"mixed_" + name: np.array(getattr(self, name)) for name in self.STATE}
 
     @classmethod
-    def from_state(cls, arrays):
+    def from_state(cls, arrays, cell):
+        """The coupling of a checkpoint; `cell` its cell array (the lists' build records of layouts
+        that lack them: the box did not deform in such runs, so its lengths and tilts now)."""
         self = cls.__new__(cls)
         for name in cls.STATE:
-            if name == "energy" and "mixed_energy" not in arrays:  # older layouts: no energies booked
+            if "mixed_" + name not in arrays and name == "energy":  # older layouts: no energies booked
                 self.energy = np.zeros(lc.N_ENERGY)
-                continue
-            setattr(self, name, np.ascontiguousarray(np.array(arrays["mixed_" + name])))
+            elif "mixed_" + name not in arrays and name in ("grain_record", "sg_record"):
+                setattr(self, name, np.concatenate([cell[CELL_L:CELL_L + 3], cell[CELL_TILT:CELL_TILT + 3]]))
+            else:
+                setattr(self, name, np.ascontiguousarray(np.array(arrays["mixed_" + name])))
         return self

@@ -55,3 +55,14 @@ def servo(cell, ctl, ictl, acc):
         cell[CELL_SHEAR_RATE + k] = now
         if before != 0.0 or now != 0.0:
             acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + (1 if k == 0 else (2 if k == 1 else 5))] * (before + now) * ctl[CTL_DT]
+
+
+def pending_cell_work(acc, cell, dt):
+    """The half of the cell's work over the last step that the servo books when the next step
+    starts (the trapezoid's closing half: the last step's strain and shear rates with the stress
+    sum in acc now), for an energy balance read between steps."""
+    r = cell[CELL_RATE:CELL_RATE + 3]
+    g = cell[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3]
+    pending = (acc[ACC_STRESS] * r[0] + acc[ACC_STRESS + 4] * r[1] + acc[ACC_STRESS + 8] * r[2]
+               + acc[ACC_STRESS + 1] * g[0] + acc[ACC_STRESS + 2] * g[1] + acc[ACC_STRESS + 5] * g[2])
+    return -0.5 * float(pending) * dt

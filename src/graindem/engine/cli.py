@@ -3,8 +3,9 @@
     graindem run SCENARIO.toml --out DIR [--steps N]
     graindem run --restart DIR/checkpoint.h5 --out DIR [--steps N]
 
-A mixture of spheres and shaped grains (particles.kind = "mixture") runs the pile scenario of
-scenarios.mixed_pile, with its own outputs.
+A mixture of spheres and shaped grains (particles.kind = "mixture") runs the biaxial (or
+isotropic) test in the periodic cell (its packing prepared by scenarios.mixed_biaxial), or the pile
+scenario of scenarios.mixed_pile, with its own outputs.
 
 The results folder gets series.csv/.jsonl/.json, VTK files (particles.pvd, contacts.pvd), PNG
 plots, checkpoint.h5 (everything needed to continue bit for bit) and summary.json. The prepared
@@ -196,6 +197,7 @@ def run_scenario(config, out, steps=None, quiet=False):
         raise ValueError(f"simulation.scenario = {sim_cfg['scenario']!r} is not run by `graindem run` "
                          "(it runs 'biaxial'); use that scenario's own command")
     levelset = config["particles"]["kind"] == "levelset"
+    mixture = config["particles"]["kind"] == "mixture"
     if config["boundary"]["kind"] != "periodic":
         raise ValueError("boundary.kind must be 'periodic' for the biaxial scenario (walls are not supported there yet)")
     load = config["loading"]
@@ -218,6 +220,9 @@ def run_scenario(config, out, steps=None, quiet=False):
     if levelset:
         from ..scenarios.levelset_biaxial import prepared_grains
         sim = prepared_grains(config, cache=out / "packing.h5", announce=announce)
+    elif mixture:
+        from ..scenarios.mixed_biaxial import prepared_mixture
+        sim = prepared_mixture(config, cache=out / "packing.h5", announce=announce)
     elif part["file"]:
         sim = packing_from_file(part["file"], config["boundary"]["box"], material, load["confining_stress"],
                                 materials=materials,
@@ -245,6 +250,8 @@ def run_scenario(config, out, steps=None, quiet=False):
     if levelset:
         shape_law = config["contact"]["shape_law"]
         law = config["grains"]["law"] if shape_law == "area" else f"{shape_law} ({law})"
+    elif mixture:
+        law = f"{law} (spheres), {config['grains']['law']} (grains, grain-sphere)"
     if load["kind"] == "isotropic":
         summary = {"law": law, "n_particles": sim.n_bodies, "kinds": sim.kinds, "steps": sim.step_count,
                    **{k: v for k, v in sim.measure().items() if k in ("pressure", "void_ratio", "coordination",

@@ -18,7 +18,7 @@ from ..boundaries.servo import servo
 from ..boundaries.walls import wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
 from ..core.cell import deformation_since_build
-from ..core.layout import (ACC_BOUNDARY_WORK, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
                            ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
                            OUT_STEPS, PRM_PAIR, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL,
                            STATUS_STORE_LOW)
@@ -33,7 +33,7 @@ from .rolling_pass import rolling_pass
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
               qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out,
-              rtab, prs, wrs, rrel):
+              rtab, prs, wrs, rrel, more_stress):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
@@ -44,6 +44,10 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     Rolling/twisting resistance (rolling_pass) when the rows carry rolling state: prs and wrs with
     columns, rtab the material pairs' rolling table, rrel the dissipation of rows that left the
     list; without it prs and wrs have no columns and nothing of it runs.
+
+    more_stress (9,): the Love-Weber sum of contacts these passes do not see (in a run with
+    level-set grains, theirs at the same positions), added to the spheres' before the servo reads
+    it, so that the one servo drives the cell on the whole assembly's stress; empty in a sphere run.
     """
     out[OUT_STATUS] = STATUS_DONE
     out[OUT_STEPS] = 0
@@ -73,6 +77,9 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         if rolling:
             rolling_pass(omega, torque, radius, mass, inertia, mtab, rtab, ctl, ictl, pi, pj, pfs, pcq, pk, pm, prs,
                          wcand, wfs, wcq, wk, wm, wrs)
+        if more_stress.shape[0] > 0:
+            for k in range(9):
+                acc[ACC_STRESS + k] += more_stress[k]
         servo(cell, ctl, ictl, acc)
         maxd2 = advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
                                   pos_build, acc, out)

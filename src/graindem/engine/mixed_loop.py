@@ -1,18 +1,20 @@
 """The step of a run with spheres and rigid level-set grains (bodies.mixed), many steps in one
-njit call: the grains' first half step, one step of the sphere loop (loop.run_steps), the
-grain-sphere list, the forces at the new positions, the grains' second half kick. A phase that
-needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]), which grows them and
-resumes the step at that phase (engine.mixed_setup).
+njit call: one step of the sphere loop (loop.run_steps, which runs the one servo on the whole
+assembly's stress and moves the cell), the grains' first half step with the cell's flow of that
+step, the grains' list, the grain-sphere list, the forces at the new positions, the grains' second
+half kick. A phase that needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]),
+which grows them and resumes the step at that phase (engine.mixed_setup).
 
 Gravity's work on the spheres over the step, sum m g . v dt with the velocity of their drift (the
-box does not deform in a mixed run, so that is their exact displacement), goes to
+cell's affine flow is the cell's work, not gravity's, as for the grains), goes to
 sg_energy[E_GRAVITY]: the sphere loop does not count it, and a sum over the steps keeps it right
 where a sphere crosses a periodic face."""
 
 from .._jit import njit
-from ..bodies.levelset import GC_STEP, complete_step, neighbour_cutoff, rebuild, start_step
-from ..bodies.mixed import (MC_GRAIN_DIVERGED, MC_PHASE, MC_SG_DIVERGED, MC_STALE, MC_STATUS,
-                            mixed_forces, rebuild_sphere_grain_pairs, sphere_grain_stale)
+from ..bodies.levelset import GC_STEP, complete_step, neighbour_cutoff
+from ..bodies.mixed import (MC_GRAIN_DIVERGED, MC_PHASE, MC_SG_DIVERGED, MC_STALE, MC_STATUS, mixed_forces,
+                            rebuild_grain_list, rebuild_sphere_grain_pairs, sphere_grain_cutoff, sphere_grain_stale,
+                            start_grain_step)
 from ..contact.levelset_contact import E_GRAVITY
 from ..core.layout import CTL_LOCAL_DAMP, OUT_STATUS
 from ..core.layout import STATUS_DONE as SPHERES_DONE
@@ -35,17 +37,20 @@ STATUS_SG_PAIRS_FULL = 3      # grow the grain-sphere pair list, resume at PHASE
 STATUS_GRAIN_DIVERGED = MC_GRAIN_DIVERGED   # the grains' record (gctl) names where
 STATUS_SG_DIVERGED = MC_SG_DIVERGED         # MC_BAD_GRAIN, MC_BAD_SPHERE name the contact
 
-PHASE_START, PHASE_GRAIN_LIST, PHASE_SPHERES, PHASE_SG_LIST, PHASE_FORCES = 0, 1, 2, 3, 4
+PHASE_SPHERES, PHASE_GRAINS, PHASE_GRAIN_LIST, PHASE_SG_LIST, PHASE_FORCES = 0, 1, 2, 3, 4
+PHASE_START = PHASE_SPHERES
 
 
 @njit
-def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_build, gravity, cell, periodic, ctl,
-              ictl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build, sg_energy,
-              mctl):
+def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_build, g_record, gravity, cell,
+              periodic, ctl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build,
+              sg_record, sg_energy, mctl):
     """Advance up to n_steps steps of both kinds, the first from `phase` (module docstring);
     returns the steps completed, mctl[MC_STATUS] says why it returned and mctl[MC_PHASE] where to
     resume. tpl, gb, gc, gh, gs: the grains' template, body, contact, history and scratch arrays
-    (LevelSetBodies); sph: the arguments of engine.loop.run_steps after the step count."""
+    (LevelSetBodies); g_record, sg_record: the build records of the grains' list and of the
+    grain-sphere list (bodies.mixed.REC_*); sph: the arguments of engine.loop.run_steps after the
+    step count, its more_stress the grains' stress sum (g_acc's)."""
     tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius = tpl
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
     energy = gs[11]
@@ -53,21 +58,9 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
     out = sph[40]
     alpha = ctl[CTL_LOCAL_DAMP]
     cutoff = neighbour_cutoff(radius, skin)
+    sg_cutoff = sphere_grain_cutoff(radius, s_radius, skin)
     mctl[MC_STATUS] = STATUS_DONE
     for it in range(n_steps):
-        if phase <= PHASE_START:
-            ok, stale = start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
-                                   force, torque, gravity, cell, ctl, ictl, g_walls, g_build, energy, g_acc, gctl)
-            if not ok:
-                mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
-                return it
-            mctl[MC_STALE] = 1 if stale else 0
-        if phase <= PHASE_GRAIN_LIST and mctl[MC_STALE] != 0:
-            if not rebuild(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl):
-                mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_GRAIN_LIST
-                return it
-            mctl[MC_STALE] = 0
         if phase <= PHASE_SPHERES:
             run_steps(1, *sph)
             if out[OUT_STATUS] == SPHERES_DONE or out[OUT_STATUS] == SPHERE_PAIRS_FULL:  # the spheres moved
@@ -75,11 +68,26 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
             if out[OUT_STATUS] != SPHERES_DONE:
                 mctl[MC_STATUS] = STATUS_SPHERES
                 # pairs full: the sphere step is done but for its rebuild, which the caller makes
-                mctl[MC_PHASE] = PHASE_SG_LIST if out[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
+                mctl[MC_PHASE] = PHASE_GRAINS if out[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
                 return it
-        if phase <= PHASE_SG_LIST and sphere_grain_stale(pos, sg_g_build, s_pos, sg_s_build, cell, skin):
+        if phase <= PHASE_GRAINS:
+            ok, stale = start_grain_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia,
+                                         motion, force, torque, gravity, cell, g_walls, g_build, g_record, energy,
+                                         g_acc, gctl)
+            if not ok:
+                mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
+                return it
+            mctl[MC_STALE] = 1 if stale else 0
+        if phase <= PHASE_GRAIN_LIST and mctl[MC_STALE] != 0:
+            if not rebuild_grain_list(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl, g_record):
+                mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
+                mctl[MC_PHASE] = PHASE_GRAIN_LIST
+                return it
+            mctl[MC_STALE] = 0
+        if phase <= PHASE_SG_LIST and sphere_grain_stale(pos, sg_g_build, s_pos, sg_s_build, cell, sg_record,
+                                                         sg_cutoff, skin):
             if not rebuild_sphere_grain_pairs(pos, radius, s_pos, s_radius, cell, periodic, skin, sg_pairs,
-                                              sg_g_build, sg_s_build, mctl):
+                                              sg_g_build, sg_s_build, sg_record, mctl):
                 mctl[MC_STATUS] = STATUS_SG_PAIRS_FULL
                 mctl[MC_PHASE] = PHASE_SG_LIST
                 return it

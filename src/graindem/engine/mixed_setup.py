@@ -6,13 +6,15 @@ the arrays, passes and checkpoint layout of a sphere run, the grains theirs (`gr
 arrays), and `mixed` (bodies.mixed.SphereGrainCoupling) holds the grain-sphere pair list, the
 grains' copies of the walls and of the accumulators. Both kinds share the time step (the smallest
 of the spheres', the grains' and the grain-sphere contacts' critical steps), gravity, local
-damping, the walls and the (fixed) box, periodic or not.
+damping, the walls and the cell (periodic or not; fixed, or deformed by the stress servo and
+shear, bodies.mixed).
 """
 
 import math
 
 import numpy as np
 
+from ..boundaries.servo import pending_cell_work
 from ..bodies.levelset import GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, LevelSetBodies
 from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NREBUILDS, MC_PHASE, MC_STATUS,
                             SphereGrainCoupling, mixed_forces, sphere_grain_time_step)
@@ -38,11 +40,6 @@ class MixedBodies:
         if c["law"] == HERTZ_CURVATURE:
             raise ValueError(f"set_grain_contact(law='hertz_curvature') is not supported {what} (it has no "
                              "grain-sphere contact); use law 'area' or 'node'")
-        if np.any(self.mode != 0) or np.any(self.rate != 0.0):
-            raise ValueError(f"control_axis (a deforming periodic cell) is not supported {what}: the box stays "
-                             "fixed (periodic or walled)")
-        if np.any(self.shear != 0.0):
-            raise ValueError(f"control_shear (a sheared periodic cell) is not supported {what}: the box stays fixed")
         if self.sort_particles:
             raise ValueError(f"sort_particles=True is not supported {what} (the grain-sphere contacts hold the "
                              "spheres' indices)")
@@ -67,7 +64,7 @@ class MixedBodies:
         self._setup_spheres(rmax_cell=float(grains.radius.max()))
         self.grains = grains
         self.mixed = SphereGrainCoupling(grains.n, self.n, self.walls, N_ACC0 + 3 * self.walls.shape[0])
-        grains.ensure_pairs(self.cell, self.periodic, self.skin)
+        self.mixed.ensure_grain_pairs(grains, self.cell, self.periodic, self.skin)
         self.mixed.ensure_pairs(grains, self.pos, self.radius, self.cell, self.periodic, self.skin)
         self.dt_crit = self._mixed_critical_time_step()
         dt = self._time_step()
@@ -110,7 +107,7 @@ class MixedBodies:
                 self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm, self.qi, self.qj,
                 self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq, self.wk, self.wm, self.pos_build,
                 st.pts, st.nxt, st.meta, self.acc, self.out, self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM),
-                self.prs, self.wrs, self.rrel)
+                self.prs, self.wrs, self.rrel, self.mixed.grain_acc[ACC_STRESS:ACC_STRESS + 9])
 
     def _mixed_advance(self, n, on_diverge):
         """Advance n steps of both kinds, growing arrays and resuming interrupted steps."""
@@ -122,9 +119,9 @@ class MixedBodies:
             self.store.ensure_free(int(self.ictl[ICTL_NPAIRS]) + self.n * nw + 1024)
             tpl, gb, gc, gh, gs = self._grain_args()
             done += run_mixed(n - done, phase, self.dt, self.skin, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs,
-                              g.pos_build, self.gravity, self.cell, self.periodic, self.ctl, self.ictl, m.grain_walls,
-                              g.wall_mat, m.grain_acc, g.gctl, self._sphere_args(), self.pmat[:self.n], m.pairs,
-                              m.g_build, m.s_build, m.energy, m.mctl)
+                              g.pos_build, m.grain_record, self.gravity, self.cell, self.periodic, self.ctl,
+                              m.grain_walls, g.wall_mat, m.grain_acc, g.gctl, self._sphere_args(), self.pmat[:self.n],
+                              m.pairs, m.g_build, m.s_build, m.sg_record, m.energy, m.mctl)
             status = int(m.mctl[MC_STATUS])
             phase = int(m.mctl[MC_PHASE]) if status != STATUS_DONE else PHASE_START
             if status == STATUS_GRAIN_PAIRS_FULL:
@@ -240,8 +237,12 @@ class MixedBodies:
         return float(self.grains.energy[E_GRAVITY] + self.mixed.energy[E_GRAVITY])
 
     def _mixed_boundary_work(self):
-        """The walls' work on the spheres and on the grains since the start (the box stays fixed)."""
-        return float(self.acc[ACC_BOUNDARY_WORK] + self.mixed.grain_acc[ACC_BOUNDARY_WORK])
+        """The walls' work on the spheres and on the grains, and the cell's on both, since the
+        start. The sphere step's servo books the cell's work on the whole assembly (its stress sum
+        holds both kinds' contacts) by the trapezoid rule; the closing half of the last step is
+        added here (boundaries.servo.pending_cell_work)."""
+        return (float(self.acc[ACC_BOUNDARY_WORK] + self.mixed.grain_acc[ACC_BOUNDARY_WORK])
+                + pending_cell_work(self.acc, self.cell, self.dt))
 
     def _mixed_energy_total(self, s=None):
         """Kinetic (translational and rotational, both kinds) + stored in the contacts + dissipated
@@ -287,6 +288,6 @@ class MixedBodies:
         from its sphere arrays."""
         self.grains = LevelSetBodies.from_state(arrays)
         self.grain_contact = dict(meta["grain_contact"])
-        self.mixed = SphereGrainCoupling.from_state(arrays)
+        self.mixed = SphereGrainCoupling.from_state(arrays, self.cell)
         self.energy_start = float(meta.get("energy_start", math.nan))
         return self

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..boundaries.servo import pending_cell_work
 from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
@@ -33,7 +34,7 @@ from ..contact.shape_hertz import SHAPE_AREA, SHAPE_LAWS
 from ..bodies.levelset_hertz import contact_settings as hertz_contact_settings
 from ..bodies.levelset_hertz import critical_time_step as hertz_critical_time_step
 from ..contact.store import HistoryStore, BYTES_PER_POINT
-from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, N_CELL,
+from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, N_CELL,
                          minimum_image)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_STRESS, ACC_VISC_WORK, ACC_WALL,
                            CTL_DIVERGE_OVERLAP, CTL_DT, CTL_G, CTL_GAIN, CTL_INTEGRAL, CTL_LOCAL_DAMP,
@@ -53,6 +54,8 @@ from .neighbours import build_pairs, refresh_constants
 from ..parallel.world import world
 
 SCHEMA_VERSION = 1
+# run_steps's more_stress in a run of spheres only: no contacts but theirs
+NO_STRESS = np.zeros(0)
 ROLLING_ARRAYS = RL.ENGINE_ARRAYS
 
 
@@ -1169,7 +1172,7 @@ class Simulation(DeformableGrains, MixedBodies):
                       self.pcq, self.pk, self.pm, self.qi, self.qj, self.qfs, self.qist, self.qcq,
                       self.wfs, self.wist, self.wcq, self.wk, self.wm,
                       self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out,
-                      self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel)
+                      self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel, NO_STRESS)
             done += int(self.out[OUT_STEPS])
             status = int(self.out[OUT_STATUS])
             if status == STATUS_PAIRS_FULL:
@@ -1335,12 +1338,7 @@ class Simulation(DeformableGrains, MixedBodies):
         """Work of the walls and of the cell's deformation on the grains up to the last forces. The
         servo books the cell's work by the trapezoid rule when the next step starts; the half that
         closes the last step (its strain rates with the stress now) is added here."""
-        a = self.acc
-        r = self.cell[CELL_RATE:CELL_RATE + 3]
-        g = self.cell[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3]
-        pending = (a[ACC_STRESS] * r[0] + a[ACC_STRESS + 4] * r[1] + a[ACC_STRESS + 8] * r[2]
-                   + a[ACC_STRESS + 1] * g[0] + a[ACC_STRESS + 2] * g[1] + a[ACC_STRESS + 5] * g[2])
-        return float(a[ACC_BOUNDARY_WORK] - 0.5 * pending * self.dt)
+        return float(self.acc[ACC_BOUNDARY_WORK]) + pending_cell_work(self.acc, self.cell, self.dt)
 
     def _grain_measure(self):
         g = self.grains

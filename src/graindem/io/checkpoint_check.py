@@ -339,7 +339,7 @@ def validate_mixed_state(arrays, meta, source="checkpoint"):
     """A state of spheres and level-set grains (bodies.mixed): the spheres' arrays as a sphere
     state's, the grains' as a grain state's (their nodes' partners may be spheres: the grain count
     plus the sphere's index), and the grain-sphere list, build positions and accumulators."""
-    from ..bodies.mixed import MC_NPAIRS, N_MC
+    from ..bodies.mixed import MC_NPAIRS, N_MC, REC_L, REC_N
     validate_engine_state(arrays, meta, source)
     n_s = int(np.asarray(arrays["pos"]).shape[0])
     validate_grain_state(arrays, meta, source, n_spheres=n_s)
@@ -365,6 +365,12 @@ def validate_mixed_state(arrays, meta, source="checkpoint"):
     if "mixed_energy" in arrays:  # older mixed states book no energies
         from ..contact.levelset_contact import N_ENERGY
         _finite(source, "mixed_energy", _array(arrays, "mixed_energy", source, "f", (N_ENERGY,)))
+    for name in ("mixed_grain_record", "mixed_sg_record"):  # older mixed states ran in a fixed box
+        if name in arrays:
+            rec = _array(arrays, name, source, "f", (REC_N,))
+            _finite(source, name, rec)
+            if np.any(rec[REC_L:REC_L + 3] <= 0.0):
+                _fail(source, f"the cell lengths in {name!r}", "> 0", rec[REC_L:REC_L + 3])
 
 
 def validate_grain_state(arrays, meta, source="checkpoint", n_spheres=0):

@@ -98,7 +98,7 @@ DENSE_SOLID_FRACTION = 0.64
 # fmt: off
 SCHEMA = {
     "simulation": {
-        "scenario": Key(str, "biaxial", "which scenario builds and drives the run: 'biaxial'; 'pile' (particles.kind = 'mixture': spheres and shaped grains settling under gravity in a walled box)", choices=("biaxial", "pile")),
+        "scenario": Key(str, "biaxial", "which scenario builds and drives the run: 'biaxial' (a periodic cell under the stress servo; particles.kind 'sphere', 'levelset' or 'mixture'); 'pile' (particles.kind = 'mixture': spheres and shaped grains settling under gravity in a walled box)", choices=("biaxial", "pile")),
         "steps": Key(int, 40000, "number of time steps", "steps", ge=1, le=10**10),
         "dt": Key(float, None, "time step; give dt or dt_fraction, not both", "s", gt=0.0, le=1.0),
         "dt_fraction": Key(float, 0.2, "time step as a fraction of the critical one", "-", gt=0.0, le=1.0),
@@ -288,6 +288,11 @@ def refuse_unused_keys(config):
                        ("material", "E", "grain contacts use grains.stiffness"), ("material", "nu", "a Hertz setting")]
             unused += [(s, n, "a setting of contact.shape_law = 'hertz_curvature'") for s, n, _ in shape_keys
                        if n != "shape_law"]
+    elif config["particles"]["kind"] == "mixture":
+        unused += [("grains", "size_classes", "a mixture's grains have one size, grains.size_ratio")]
+        unused += [(s, n, "a mixture's grains use grains.law") for s, n, _ in shape_keys]
+        unused += [("materials", name, "a mixture's grains use grains.law")
+                   for name in ("hertz_curvature_pairs", "area_pairs")]
     else:
         unused += [("grains", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["grains"]]
         unused += shape_keys
@@ -383,16 +388,17 @@ def _check_mixture(config):
             raise ValueError("simulation.scenario = 'pile' is run by `graindem run` for particles.kind = 'mixture'; "
                              "level-set grains alone pour into a box with `graindem pile`")
         return
-    if sim["scenario"] != "pile":
-        raise ValueError("particles.kind = 'mixture' runs the 'pile' scenario: set simulation.scenario = 'pile'")
     if g["n"] is None and g["number_fraction"] is None:
         raise ValueError("a mixture needs the count of its shaped grains: give grains.n or grains.number_fraction")
     k = len(config["materials"]["E"])
     if g["material"] > k:
         raise ValueError(f"grains.material = {g['material']} is not defined (materials 0..{k}: [material] and the "
                          "lists of [materials])")
-    if config["boundary"]["kind"] != "walls":
+    if sim["scenario"] == "pile" and config["boundary"]["kind"] != "walls":
         raise ValueError("boundary.kind must be 'walls' for the pile scenario (a floor and four side walls)")
+    if sim["scenario"] == "biaxial" and config["boundary"]["kind"] != "periodic":
+        raise ValueError("boundary.kind must be 'periodic' for a mixture's biaxial scenario (the periodic cell "
+                         "under the stress servo)")
 
 
 def _check_grains(config):

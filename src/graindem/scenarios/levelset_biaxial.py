@@ -225,16 +225,20 @@ def prepared_grains(config, cache=None, announce=None):
 def write_vtk(sim, out, index, pvd_grains=None, pvd_contacts=None):
     """VTK frame `index` of a grain run: the grains as posed surface meshes (grains_*.vtu) and the
     contact network (contacts_*.vtu: a line per touching pair, from a centre to the image of the
-    other, with the pair's summed node force and node count)."""
-    from ..io.vtk import write_contacts, write_surface
+    other, with the pair's summed node force and node count); in a run with spheres also the
+    spheres (spheres_*.vtu: centres with radius and velocity; the grains' network holds the grain
+    pairs)."""
+    from ..io.vtk import write_contacts, write_particles, write_surface
     vdir = Path(out) / "vtk"
     vdir.mkdir(parents=True, exist_ok=True)
     g = sim.grains
     v, f, gid = g.surfaces()
     surf = write_surface(vdir / f"grains_{index:06d}.vtu", v, f, point_data={"grain": gid})
     net = g.contact_network()
-    pair = net["j"] >= 0
+    pair = (net["j"] >= 0) & (net["j"] < g.n)
     i, j = net["i"][pair], net["j"][pair]
+    if sim.mixed is not None:
+        write_particles(vdir / f"spheres_{index:06d}.vtu", sim.pos, {"radius": sim.radius, "velocity": sim.vel})
     from ..core.cell import minimum_image
     branch = minimum_image(g.pos[j] - g.pos[i], sim.box_lengths, sim.cell_matrix[[1, 2, 2], [0, 0, 1]], sim.periodic)
     force = net["force"][pair]

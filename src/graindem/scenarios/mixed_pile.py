@@ -42,7 +42,7 @@ SERIES = ("step", "time", "kinetic_energy", "n_contacts", "n_sphere_grain_contac
 
 def is_config(config):
     """True if a validated scenario config is a mixture's pile."""
-    return config["particles"]["kind"] == "mixture"
+    return config["particles"]["kind"] == "mixture" and config["simulation"]["scenario"] == SCENARIO
 
 
 def body_counts(config):
@@ -54,26 +54,53 @@ def body_counts(config):
     return n_s, max(1, round(g["number_fraction"] / (1.0 - g["number_fraction"]) * n_s))
 
 
-def build(config):
-    """The Simulation of a validated mixture config, set up and ready to run."""
-    from ..core.rotations import random_quaternions
-    from ..engine.prepare import add_materials, restore_friction
-    from ..engine.simulation import Simulation
+def draw_bodies(config, rng):
+    """(the spheres' radii, the grains' size, the grain templates [(shape, size, LevelSetGrain)],
+    each grain's shape index) of a validated mixture config."""
     from ..particles.size_distribution import from_particles_config
-    from .levelset_biaxial import build_templates, default_stiffness
+    from .levelset_biaxial import build_templates
 
-    part, g, mat, sim_cfg, bnd = (config["particles"], config["grains"], config["material"], config["simulation"],
-                                  config["boundary"])
-    rng = np.random.default_rng(sim_cfg["seed"])
+    g = config["grains"]
     n_s, n_g = body_counts(config)
-    radii = np.asarray(from_particles_config(part).sample(n_s, rng), dtype=float)
+    radii = np.asarray(from_particles_config(config["particles"]).sample(n_s, rng), dtype=float)
     size = g["size_ratio"] * float(radii.mean())
     templates, _ = build_templates(dict(g, size_classes=1), np.array([size]))
     n_shapes = len(g["shapes"])
     shares = np.asarray(g["fractions"] or [1.0 / n_shapes] * n_shapes, dtype=float)
     shape_of = rng.choice(n_shapes, size=n_g, p=shares / shares.sum())
+    return radii, size, templates, shape_of
+
+
+def lattice_spacing(radii, templates):
+    """The loose start's site spacing: LATTICE_GAP times the largest bounding diameter."""
+    return 2.0 * LATTICE_GAP * max(float(radii.max()), max(t.bounding_radius for _, _, t in templates))
+
+
+def add_bodies(sim, config, stiffness, templates, shape_of, g_pos, quat, s_pos, radii, s_material):
+    """The grains' contact law (grains.law, its stiffness) and both kinds' bodies."""
+    g = config["grains"]
+    sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
+    for k in range(len(templates)):
+        sel = shape_of == k
+        if np.any(sel):
+            sim.add_grains(templates[k][2], g_pos[sel], orientations=quat[sel], material=g["material"])
+    sim.add_particles(s_pos, radii, material=s_material)
+
+
+def build(config):
+    """The Simulation of a validated mixture config, set up and ready to run."""
+    from ..core.rotations import random_quaternions
+    from ..engine.prepare import add_materials, restore_friction
+    from ..engine.simulation import Simulation
+    from .levelset_biaxial import default_stiffness
+
+    g, mat, sim_cfg, bnd = config["grains"], config["material"], config["simulation"], config["boundary"]
+    rng = np.random.default_rng(sim_cfg["seed"])
+    radii, size, templates, shape_of = draw_bodies(config, rng)
+    n_s, n_g = len(radii), len(shape_of)
+    n_shapes = len(templates)
     # the loose lattice: sites of the largest bounding diameter, kinds shuffled over them
-    a = 2.0 * LATTICE_GAP * max(float(radii.max()), max(t.bounding_radius for _, _, t in templates))
+    a = lattice_spacing(radii, templates)
     n = n_s + n_g
     if bnd["box"] is not None:
         Lx, Ly, Lz = bnd["box"]
@@ -115,13 +142,8 @@ def build(config):
         float(np.sum(shape_of == k)) * templates[k][2].volume for k in range(n_shapes))
     pressure = max(bnd["gravity"], 1e-3) * mat["density"] * solid / (Lx * Ly)
     stiffness = g["stiffness"] or default_stiffness(g["law"], pressure, size, g["overlap"])
-    sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
-    quat = random_quaternions(rng, n_g)
-    for k in range(n_shapes):
-        sel = shape_of == k
-        if np.any(sel):
-            sim.add_grains(templates[k][2], g_pos[sel], orientations=quat[sel], material=g["material"])
-    sim.add_particles(s_pos, radii, material=s_material)
+    add_bodies(sim, config, stiffness, templates, shape_of, g_pos, random_quaternions(rng, n_g), s_pos, radii,
+               s_material)
     sim.setup()
     return sim
 

@@ -1,0 +1,100 @@
+"""Scenario `biaxial` (loading.kind "biaxial" or "isotropic") of a mixture: spheres and shaped
+level-set grains in the periodic cell, prepared isotropically under the cell's stress servo.
+
+The bodies are those of the mixture's pile (scenarios.mixed_pile.draw_bodies: `particles.n`
+spheres of the size distribution of [particles], `grains.n` or `grains.number_fraction` shaped
+grains of size `grains.size_ratio` times the spheres' mean radius, the grains of material
+`grains.material`). They start on a loose simple cubic lattice of sites LATTICE_GAP times the
+largest bounding diameter apart, the kinds shuffled over the sites, grains randomly oriented, in a
+fully periodic cubic cell without gravity. Sphere pairs: Hertz with the tangential law
+`contact.law`; grain pairs and grain-sphere pairs: the node-to-level-set law `grains.law` with
+`grains.stiffness` (default: a contact carrying p d^2 penetrates `grains.overlap` d, p the
+confining stress, d twice the grains' size; levelset_biaxial.default_stiffness).
+
+Preparation (levelset_biaxial.compress_to): the servo drives the three axes to the confining stress
+at the preparation friction with local damping 0.7 until the pressure is within 2 % of it and the
+mean net force per body is below 5 % of the mean contact force at two checks in a row (or for
+`grains.preparation_steps` steps); then the friction is restored. The test itself is
+scenarios.biaxial.start_test / run_test, as for spheres and for grains alone: one servo drives the
+cell on the stress of every contact (sphere pairs, grain pairs, grain-sphere pairs).
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..engine import checkpoint
+from ..io.progress import PreparationProgress
+from .levelset_biaxial import PREPARATION_DAMPING, compress_to, default_stiffness, packing_key
+from .mixed_pile import LATTICE_GAP, add_bodies, draw_bodies, lattice_spacing
+
+EXTRA_KEY = "mixture_packing"
+
+__all__ = ["LATTICE_GAP", "build_assembly", "prepared_mixture"]
+
+
+def build_assembly(config, mu_prep):
+    """A Simulation of the scenario's spheres and grains on a loose lattice in a periodic cell
+    (not yet run), and the further materials."""
+    from ..core.rotations import random_quaternions
+    from ..engine.prepare import add_materials
+    from ..engine.simulation import Simulation
+
+    g, mat, load, sim_cfg = config["grains"], config["material"], config["loading"], config["simulation"]
+    rng = np.random.default_rng(sim_cfg["seed"])
+    radii, size, templates, shape_of = draw_bodies(config, rng)
+    n_s, n_g = len(radii), len(shape_of)
+    n = n_s + n_g
+    a = lattice_spacing(radii, templates)
+    m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
+    sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    pos = (sites[rng.permutation(len(sites))[:n]] + 0.5) * a
+    contact = config["contact"]
+    restitution = mat["restitution"] if mat["restitution"] < 1.0 else None
+    sim = Simulation(law=contact["law"], xi=contact["xi"], E=mat["E"], nu=mat["nu"], mu=mu_prep,
+                     density=mat["density"], restitution=restitution, dt_fraction=sim_cfg["dt_fraction"] or 0.2,
+                     dt=sim_cfg["dt"], allow_unstable_dt=sim_cfg["allow_dt_above_critical"])
+    more = config.get("materials") or {}
+    materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
+    s_material = add_materials(sim, materials, n_s, rng=rng, mu_prep=mu_prep)
+    sim.set_box((0.0, 0.0, 0.0), (m * a, m * a, m * a), periodic=(True, True, True))
+    stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], size, g["overlap"])
+    add_bodies(sim, config, stiffness, templates, shape_of, pos[n_s:], random_quaternions(rng, n_g), pos[:n_s],
+               radii, s_material)
+    return sim, materials
+
+
+def prepared_mixture(config, cache=None, announce=None):
+    """The scenario's mixture compressed isotropically to the confining stress (module
+    docstring), loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared
+    and saved there."""
+    from ..engine.prepare import restore_friction
+
+    key = dict(packing_key(config), contact={k: config["contact"][k] for k in ("law", "xi")})
+    sim = checkpoint.load_if_same(cache, EXTRA_KEY, key)
+    if sim is not None:
+        if announce:
+            announce(f"reusing the prepared mixture {cache}")
+        return sim
+    pressure = config["loading"]["confining_stress"]
+    sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
+    sim.setup()
+    if announce:
+        announce(sim.last_message)
+    sim.set_local_damping(PREPARATION_DAMPING)
+    limit = config["grains"]["preparation_steps"]
+    with PreparationProgress(pressure, quiet=announce is None, desc="preparing the mixture") as progress:
+        settled, m = compress_to(sim, pressure, limit, progress=progress.callback)
+    restore_friction(sim, config["material"]["mu"], materials)
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    if announce:
+        state = "settled" if settled else f"not settled within grains.preparation_steps = {limit}"
+        announce(f"prepared {sim.n} spheres and {sim.grains.n} grains at {pressure:.4g} Pa in {sim.step_count} "
+                 f"steps ({state}): pressure {m['pressure']:.4g} Pa, void ratio {m['void_ratio']:.3f}, "
+                 f"coordination {m['coordination']:.2f}, unbalanced force ratio {m['unbalanced_force_ratio']:.3g}")
+    if cache is not None:
+        Path(cache).parent.mkdir(parents=True, exist_ok=True)
+        checkpoint.save(sim, cache, extra={EXTRA_KEY: key, "settled": settled})
+    return sim
