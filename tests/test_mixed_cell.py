@@ -22,7 +22,7 @@ from graindem.particles import LevelSetGrain
 
 L = 7.0  # the sheared cell's heights must exceed two cutoffs at the largest tilt
 Q1 = np.array([math.cos(0.4), 0.0, math.sin(0.4) * 0.6, math.sin(0.4) * 0.8])
-OFFSET = 1.35 * np.array([0.3, 1.0, 0.1]) / np.linalg.norm([0.3, 1.0, 0.1])
+OFFSET = 1.15 * np.array([0.3, 1.0, 0.1]) / np.linalg.norm([0.3, 1.0, 0.1])
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +46,14 @@ def sheared_pair(grain, centre, shear=5.0, squeeze=-2.0):
 
 def test_grain_sphere_pair_across_the_faces_of_a_sheared_cell_feels_the_forces_of_the_middle(ellipsoid):
     middle = sheared_pair(ellipsoid, (3.0, 2.5, 3.0))
-    middle.run(40)
+    middle.run(30)
     assert middle.mixed.mctl[MC_NCONTACTS] == 1, "the pair must be in contact"
-    assert middle.cell_matrix[1, 0] > 0.15 * L, "the cell must have tilted"
-    assert middle.box_lengths[2] < 0.93 * L, "the cell must have shrunk along z"
+    assert middle.cell_matrix[1, 0] > 0.14 * L, "the cell must have tilted"
+    assert middle.box_lengths[2] < 0.95 * L, "the cell must have shrunk along z"
     # the same pair shifted so that its contact lies across the y face (where the image moves by the
     # tilt: Lees-Edwards) and across the x and z faces
     across = sheared_pair(ellipsoid, np.array((3.0, 2.5, 3.0)) + (-3.4, 3.4, 3.35))
-    across.run(40)
+    across.run(30)
     assert across.grains.pos[0, 1] > 0.0 and across.pos[0, 1] < L  # both wrapped into the cell
     scale = np.abs(middle.force).max()
     assert scale > 0.0
@@ -77,17 +77,63 @@ def test_stress_of_one_grain_sphere_pair_is_its_force_times_its_branch(ellipsoid
 
 
 def cell_scene(grain, dt):
-    """Three ellipsoids and four spheres colliding with friction and dampers in a fully periodic
+    """Three ellipsoids and six spheres colliding with friction and dampers in a fully periodic
     cell compressed along x and z and sheared in xy: every kind pair touches."""
     sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=dt, allow_unstable_dt=True, energy_accounting=True,
                      restitution=0.5)
     sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
     sim.set_grain_contact(2e3, law="area", damping_ratio=0.1)
-    sim.add_grains(grain, [(1.5, 1.5, 0.75), (3.2, 1.6, 0.9), (2.3, 3.3, 1.4)], orientations=np.array([Q1, Q1, Q1]),
-                   velocities=[(0.2, 0.0, -0.1), (-0.3, 0.1, 0.0), (0.0, -0.2, 0.3)])
-    sim.add_particles([(4.7, 4.0, 2.2), (1.0, 4.5, 5.0), (5.0, 1.5, 4.5), (3.0, 5.5, 0.5)], 0.6,
-                      velocities=[(0.1, 0.1, -0.4), (0.3, -0.2, 0.0), (-0.2, 0.2, 0.1), (0.0, 0.3, 0.2)])
+    sim.add_grains(grain, [(1.5, 1.5, 1.5), (3.9, 1.5, 1.7), (2.0, 4.5, 5.0)], orientations=np.array([Q1, Q1, Q1]),
+                   velocities=[(0.2, 0.0, -0.1), (-0.3, 0.0, 0.0), (0.0, -0.2, 0.3)])
+    sim.add_particles([(1.5, 3.2, 1.5), (4.4, 3.0, 4.1), (2.2, 6.0, 5.0), (5.5, 5.5, 2.0), (6.2, 5.3, 3.2),
+                       (3.5, 4.2, 2.6)], 0.6,
+                      velocities=[(0.0, -0.3, 0.0), (0.0, -0.3, 0.0), (0.0, 0.3, 0.0), (0.2, 0.1, 0.3),
+                                  (-0.2, 0.1, -0.2), (0.1, 0.0, 0.0)])
     sim.control_axis(0, strain_rate=-0.15)
     sim.control_axis(2, strain_rate=-0.2)
     sim.control_shear("xy", 0.4)
     return sim
+
+
+def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
+    """The cell's work (the servo's book of -V sigma : L dt over every contact, of both kinds) is
+    what the balance needs: at dt the error is below 3e-3 of the largest term (the tolerance of
+    grains alone, test_levelset_cell) and it falls with the step (first order: the dampers' work is
+    taken at the step's velocity, the spheres' kinetic energy at their half step). The cell's work
+    and every kind pair's dissipation exceed that tolerance, so leaving any of them out fails it."""
+    runs = {}
+    for dt in (5e-4, 1.25e-4):
+        sim = cell_scene(ellipsoid, dt)
+        sim.run(int(round(2.0 / dt)))
+        runs[dt] = sim.measure()
+    m = runs[1.25e-4]
+    by_kind = m["contact_energies"]
+    terms = [m["kinetic_energy"], m["elastic_normal_energy"], m["tangential_energy"], m["frictional_dissipation"],
+             m["viscous_dissipation"], m["boundary_work"]]
+    tol = 3e-3 * max(abs(t) for t in terms)
+    assert abs(m["energy_balance_error"]) < tol, (m["energy_balance_error"], tol)
+    assert abs(m["energy_balance_error"]) < 0.5 * abs(runs[5e-4]["energy_balance_error"])
+    assert abs(m["boundary_work"]) > 10 * tol, "the cell must work"
+    for kind in ("sphere", "grain", "grain-sphere"):
+        assert by_kind[kind]["viscous_dissipation"] > tol, (kind, by_kind[kind])
+
+
+def test_mixed_run_in_a_sheared_servo_cell_restarts_bit_for_bit(ellipsoid, tmp_path):
+    def start():
+        sim = cell_scene(ellipsoid, 2e-3)
+        sim.control_axis(1, stress=5.0, gain=0.5, max_rate=0.5)  # the servo on y, on both kinds' stress
+        return sim
+    ref = start()
+    ref.run(400)
+    ref.run(200)
+    sim = start()
+    sim.run(400)
+    checkpoint.save(sim, tmp_path / "cell.h5")
+    back, _ = checkpoint.load(tmp_path / "cell.h5", for_restart=True)
+    back.run(200)
+    a, _ = ref.state_dict()
+    b, _ = back.state_dict()
+    assert set(a) == set(b)
+    for name in a:
+        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+    assert ref.cell_matrix[1, 0] != 0.0 and ref.box_lengths[1] != L, "the cell must have sheared and moved on y"

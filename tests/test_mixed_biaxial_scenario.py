@@ -1,0 +1,58 @@
+"""`graindem run` of a mixture's biaxial test (scenarios.mixed_biaxial): examples/mixed_biaxial.toml
+in a quick form -- the preparation under the one stress servo reaches the confining stress (within
+the preparation's 2 % tolerance), the test writes its outputs, and a restart continues bit for bit
+(N + M steps in one run = N, then M after a restart in a new process: identical checkpoint arrays)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from graindem.cli import main
+from graindem.engine import checkpoint
+from graindem.io.checkpoint import load_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "mixed_biaxial.toml"
+
+
+def quick(tmp_path):
+    """The example with a shorter preparation (it stops early once settled)."""
+    text = EXAMPLE.read_text().replace("preparation_steps = 20000", "preparation_steps = 6000")
+    assert text != EXAMPLE.read_text()
+    path = tmp_path / "quick.toml"
+    path.write_text(text)
+    return path
+
+
+def test_example_prepares_under_the_servo_runs_and_restarts_bit_for_bit(tmp_path):
+    scenario = quick(tmp_path)
+    straight, first, second = tmp_path / "straight", tmp_path / "first", tmp_path / "second"
+    assert main(["run", str(scenario), "--out", str(straight), "--steps", "300", "--quiet"]) == 0
+    # the prepared mixture: the servo held the pressure at the confining stress (compress_to's test)
+    sim, extra = checkpoint.load(straight / "packing.h5")
+    assert extra["settled"], "the preparation must settle within grains.preparation_steps"
+    p = sim.measure()["pressure"]
+    assert abs(p / 100e3 - 1.0) < 0.02, p
+    assert sim.measure()["n_sphere_grain_contacts"] > 0
+    summary = json.loads((straight / "summary.json").read_text())
+    assert summary["n_particles"] == 124 and summary["kinds"] == {"sphere": 100, "levelset": 24}
+    assert summary["steps"] == 300 and summary["steps_per_s"] > 0
+    for name in ("series.csv", "checkpoint.h5", "grains.pvd", "contacts.pvd"):
+        assert (straight / name).exists(), name
+    assert list((straight / "vtk").glob("spheres_*.vtu")) and list((straight / "vtk").glob("grains_*.vtu"))
+    # the packing is reused: the same start, so the same run
+    assert main(["run", str(scenario), "--out", str(first), "--steps", "200", "--quiet"]) == 0
+    (first / "packing.h5").unlink()
+    # the restart in a new process, from these sources
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    subprocess.run([sys.executable, "-m", "graindem.cli", "run", "--restart", str(first / "checkpoint.h5"), "--out",
+                    str(second), "--steps", "100", "--quiet"], check=True, cwd=tmp_path, env=env)
+    a, _ = load_checkpoint(straight / "checkpoint.h5")
+    b, _ = load_checkpoint(second / "checkpoint.h5")
+    assert set(a) == set(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
