@@ -63,7 +63,7 @@ BASE = {"simulation": {"scenario": "pile"}, "particles": {"kind": "mixture", "n"
     (lambda c: c["grains"].pop("n"), "grains.n or grains.number_fraction"),
     (lambda c: c["grains"].update(number_fraction=0.2), "grains.n and grains.number_fraction cannot both"),
     (lambda c: c["boundary"].update(kind="periodic"), "boundary.kind must be 'walls'"),
-    (lambda c: c["simulation"].update(scenario="biaxial"), "set simulation.scenario = 'pile'"),
+    (lambda c: c["simulation"].update(scenario="biaxial"), "boundary.kind must be 'periodic' for a mixture's biaxial"),
     (lambda c: c["particles"].update(kind="sphere"), "grains.n applies to particles.kind = 'mixture'"),
     (lambda c: c["grains"].update(material=1), "grains.material = 1 is not defined"),
     (lambda c: c["grains"].update(size_ratio=0.0), "grains.size_ratio must be a number > 0"),
