@@ -187,6 +187,27 @@ def compress_to(sim, pressure, max_steps, progress=None):
     return good >= 2, m
 
 
+def prepare_isotropically(sim, config, materials, what, bodies, announce=None):
+    """Compress a set-up assembly isotropically to loading.confining_stress under the cell's servo
+    at local damping PREPARATION_DAMPING (compress_to, at most grains.preparation_steps steps), then
+    restore the friction of [material] and `materials` and stop the servo; `what` and `bodies` name
+    the assembly in the progress line and in the announced result. Returns whether it settled."""
+    pressure = config["loading"]["confining_stress"]
+    sim.set_local_damping(PREPARATION_DAMPING)
+    limit = config["grains"]["preparation_steps"]
+    with PreparationProgress(pressure, quiet=announce is None, desc=f"preparing the {what}") as progress:
+        settled, m = compress_to(sim, pressure, limit, progress=progress.callback)
+    restore_friction(sim, config["material"]["mu"], materials)
+    for k in range(3):
+        sim.control_axis(k, strain_rate=0.0)
+    if announce:
+        state = "settled" if settled else f"not settled within grains.preparation_steps = {limit}"
+        announce(f"prepared {bodies} at {pressure:.4g} Pa in {sim.step_count} steps ({state}): "
+                 f"pressure {m['pressure']:.4g} Pa, void ratio {m['void_ratio']:.3f}, "
+                 f"coordination {m['coordination']:.2f}, unbalanced force ratio {m['unbalanced_force_ratio']:.3g}")
+    return settled
+
+
 def prepared_grains(config, cache=None, announce=None):
     """The scenario's grains compressed isotropically to the confining stress (module docstring),
     loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared and saved there."""
@@ -196,7 +217,6 @@ def prepared_grains(config, cache=None, announce=None):
         if announce:
             announce(f"reusing the prepared grains {cache}")
         return sim
-    pressure = config["loading"]["confining_stress"]
     sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
     sim.setup()
     if announce:
@@ -204,18 +224,7 @@ def prepared_grains(config, cache=None, announce=None):
         announce(f"{g.n} level-set grains of {len(np.unique(g.tmpl))} template(s), "
                  f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
                  f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
-    sim.set_local_damping(PREPARATION_DAMPING)
-    limit = config["grains"]["preparation_steps"]
-    with PreparationProgress(pressure, quiet=announce is None, desc="preparing the grains") as progress:
-        settled, m = compress_to(sim, pressure, limit, progress=progress.callback)
-    restore_friction(sim, config["material"]["mu"], materials)
-    for k in range(3):
-        sim.control_axis(k, strain_rate=0.0)
-    if announce:
-        state = "settled" if settled else f"not settled within grains.preparation_steps = {limit}"
-        announce(f"prepared {sim.grains.n} grains at {pressure:.4g} Pa in {sim.step_count} steps ({state}): "
-                 f"pressure {m['pressure']:.4g} Pa, void ratio {m['void_ratio']:.3f}, "
-                 f"coordination {m['coordination']:.2f}, unbalanced force ratio {m['unbalanced_force_ratio']:.3g}")
+    settled = prepare_isotropically(sim, config, materials, "grains", f"{sim.grains.n} grains", announce)
     if cache is not None:
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
         checkpoint.save(sim, cache, extra={"grain_packing": key, "settled": settled})

@@ -4,9 +4,9 @@ level-set grains in the periodic cell, prepared isotropically under the cell's s
 The bodies are those of the mixture's pile (scenarios.mixed_pile.draw_bodies: `particles.n`
 spheres of the size distribution of [particles], `grains.n` or `grains.number_fraction` shaped
 grains of size `grains.size_ratio` times the spheres' mean radius, the grains of material
-`grains.material`). They start on a loose simple cubic lattice of sites LATTICE_GAP times the
-largest bounding diameter apart, the kinds shuffled over the sites, grains randomly oriented, in a
-fully periodic cubic cell without gravity. Sphere pairs: Hertz with the tangential law
+`grains.material`). They start on a loose simple cubic lattice of sites 1.01 times the largest
+bounding diameter apart (mixed_pile.lattice_spacing), the kinds shuffled over the sites, grains
+randomly oriented, in a fully periodic cubic cell without gravity. Sphere pairs: Hertz with the tangential law
 `contact.law`; grain pairs and grain-sphere pairs: the node-to-level-set law `grains.law` with
 `grains.stiffness` (default: a contact carrying p d^2 penetrates `grains.overlap` d, p the
 confining stress, d twice the grains' size; levelset_biaxial.default_stiffness).
@@ -25,13 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from ..engine import checkpoint
-from ..io.progress import PreparationProgress
-from .levelset_biaxial import PREPARATION_DAMPING, compress_to, default_stiffness, packing_key
-from .mixed_pile import LATTICE_GAP, add_bodies, draw_bodies, lattice_spacing
+from .levelset_biaxial import default_stiffness, packing_key, prepare_isotropically
+from .mixed_pile import add_bodies, draw_bodies, lattice_spacing
 
 EXTRA_KEY = "mixture_packing"
-
-__all__ = ["LATTICE_GAP", "build_assembly", "prepared_mixture"]
 
 
 def build_assembly(config, mu_prep):
@@ -69,31 +66,18 @@ def prepared_mixture(config, cache=None, announce=None):
     """The scenario's mixture compressed isotropically to the confining stress (module
     docstring), loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared
     and saved there."""
-    from ..engine.prepare import restore_friction
-
     key = dict(packing_key(config), contact={k: config["contact"][k] for k in ("law", "xi")})
     sim = checkpoint.load_if_same(cache, EXTRA_KEY, key)
     if sim is not None:
         if announce:
             announce(f"reusing the prepared mixture {cache}")
         return sim
-    pressure = config["loading"]["confining_stress"]
     sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
     sim.setup()
     if announce:
         announce(sim.last_message)
-    sim.set_local_damping(PREPARATION_DAMPING)
-    limit = config["grains"]["preparation_steps"]
-    with PreparationProgress(pressure, quiet=announce is None, desc="preparing the mixture") as progress:
-        settled, m = compress_to(sim, pressure, limit, progress=progress.callback)
-    restore_friction(sim, config["material"]["mu"], materials)
-    for k in range(3):
-        sim.control_axis(k, strain_rate=0.0)
-    if announce:
-        state = "settled" if settled else f"not settled within grains.preparation_steps = {limit}"
-        announce(f"prepared {sim.n} spheres and {sim.grains.n} grains at {pressure:.4g} Pa in {sim.step_count} "
-                 f"steps ({state}): pressure {m['pressure']:.4g} Pa, void ratio {m['void_ratio']:.3f}, "
-                 f"coordination {m['coordination']:.2f}, unbalanced force ratio {m['unbalanced_force_ratio']:.3g}")
+    settled = prepare_isotropically(sim, config, materials, "mixture", f"{sim.n} spheres and {sim.grains.n} grains",
+                                    announce)
     if cache is not None:
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
         checkpoint.save(sim, cache, extra={EXTRA_KEY: key, "settled": settled})
