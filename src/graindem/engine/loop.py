@@ -18,6 +18,7 @@ from ..boundaries.servo import servo
 from ..boundaries.walls import wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
 from ..core.cell import deformation_since_build
+from ..core.exact_sum import N_LIMBS
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
                            ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
                            OUT_STEPS, PRM_PAIR, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL,
@@ -28,12 +29,19 @@ from .neighbours import build_pairs
 from .pair_pass import N_SC, pair_forces
 from .rolling_pass import rolling_pass
 
+# run_steps's `part`: whole steps, or one step in two calls around the stress sum's completion
+WHOLE_STEPS = 0
+UNTIL_STRESS = 1
+AFTER_STRESS = 2
+# out[OUT_STATUS] after UNTIL_STRESS (beyond layout's STATUS_*)
+STATUS_STRESS_READY = 10
+
 
 @njit
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
               qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out,
-              rtab, prs, wrs, rrel):
+              rtab, prs, wrs, rrel, limbs=None, part=WHOLE_STEPS):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
@@ -44,6 +52,13 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     Rolling/twisting resistance (rolling_pass) when the rows carry rolling state: prs and wrs with
     columns, rtab the material pairs' rolling table, rrel the dissipation of rows that left the
     list; without it prs and wrs have no columns and nothing of it runs.
+
+    limbs: the exact accumulator of the stress sum (pair_pass.stress_sum; made here when not
+    given), holding the last pair pass's sum on return. part: WHOLE_STEPS; or, for a step whose
+    stress sum is completed outside (an MPI rank adds the ranks' accumulators), UNTIL_STRESS
+    (return after the pair pass, out[OUT_STATUS] STATUS_STRESS_READY, out[OUT_STEPS] 0) and then
+    AFTER_STRESS (the first step starts after its pair pass, from the forces and the stress sum
+    left in force, torque and acc).
     """
     out[OUT_STATUS] = STATUS_DONE
     out[OUT_STEPS] = 0
@@ -58,18 +73,26 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     live = np.empty(pi.shape[0], dtype=np.uint8)
     refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
     rolling = prs.shape[1] > 0
+    if limbs is None:
+        stress_limbs = np.zeros((9, N_LIMBS), dtype=np.int64)
+    else:
+        stress_limbs = limbs
     for step in range(nsteps):
-        if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
-            out[OUT_STATUS] = STATUS_STORE_LOW
-            return
-        ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                         pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live)
-        if ok and nw > 0:
-            ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                             wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
-        if not ok:
-            out[OUT_STATUS] = STATUS_DIVERGED
-            return
+        if step > 0 or part != AFTER_STRESS:
+            if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
+                out[OUT_STATUS] = STATUS_STORE_LOW
+                return
+            ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
+                             pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live, stress_limbs)
+            if ok and nw > 0:
+                ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
+                                 wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+            if not ok:
+                out[OUT_STATUS] = STATUS_DIVERGED
+                return
+            if part == UNTIL_STRESS:
+                out[OUT_STATUS] = STATUS_STRESS_READY
+                return
         if rolling:
             rolling_pass(omega, torque, radius, mass, inertia, mtab, rtab, ctl, ictl, pi, pj, pfs, pcq, pk, pm, prs,
                          wcand, wfs, wcq, wk, wm, wrs)
