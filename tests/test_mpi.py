@@ -59,6 +59,7 @@ CASE = textwrap.dedent('''
 
     def biaxial(sim):
         """A periodic biaxial test: x and z held at 5 MPa by the stress servo, y squeezed at 200/s."""
+        sim.setup()
         rate = 2e-5 / sim.dt
         sim.control_axis(0, stress=5e6, gain=rate, max_rate=rate, integral_steps=200)
         sim.control_axis(1, strain_rate=-200.0)

@@ -11,7 +11,8 @@ contact state; the force on an owned sphere is then summed from the same rows in
 in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
 computed too and their results ignored.
 
-A step: one call of the serial time loop (engine.loop.run_steps) on the local state, with the owned
+A step: one call of the serial time loop (engine.loop.run_steps) on the local state (in a deforming
+cell, in two parts around the reduction of the stress sum, which the servo reads), with the owned
 spheres numbered first and only they integrated, its own rebuild test switched off; the ghosts
 refreshed from their owners (world.HaloUpdate: positions, velocities, spins, orientations); then
 the rebuild test (engine.loop.rebuild_due) on the largest displacement of all ranks (an exact
@@ -25,10 +26,10 @@ Between calls of Simulation.run the Simulation holds the whole state on every ra
 (gather_into) in the serial layout: the spheres in global order, and the pair list rebuilt in the
 serial order from the build positions with every row's state carried over, so measure(),
 state_dict() and checkpoints read as from a serial run (the history store is laid out afresh: its
-point indices differ from a serial run's, its histories do not). The running sums in `acc` are
-the exceptions: each rank sums its part and the parts are added in rank order, which rounds
-differently from the serial sum (the local damping work; the stress sum of the last step, from the
-rows each rank is authoritative for).
+point indices differ from a serial run's, its histories do not). The stress sum is the serial
+one bit for bit (core.exact_sum: each rank's exact accumulator holds the rows of its own spheres i,
+and the accumulators are added as integers); the local damping work is the exception: each rank
+sums its part and the parts are added in rank order, which rounds differently from the serial sum.
 """
 
 import numpy as np
