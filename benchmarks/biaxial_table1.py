@@ -97,7 +97,7 @@ def timed_split_run(sim, steps):
         t0 = time.process_time()
         ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                          sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs)
+                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, True)
         force_t += time.process_time() - t0
         if not ok:
             raise RuntimeError("diverged")

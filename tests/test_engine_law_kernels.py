@@ -49,7 +49,7 @@ def _pair_call(sim, prm, sc, act):
     sim.torque[:] = 0.0
     ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
                      sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                     st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim), sim.stress_limbs)
+                     st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim), sim.stress_limbs, True)
     assert ok
 
 

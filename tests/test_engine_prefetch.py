@@ -62,7 +62,7 @@ def _drive(sim, steps):
         sim.torque[:] = 0.0
         assert pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                            sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk,
-                           sim.pm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs)
+                           sim.pm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, True)
         m = int(sim.ictl[ICTL_NPAIRS])
         longest = max(longest, int(sim.pist[:m, S.I_LEN].max()))
         fewest_touching = min(fewest_touching, int(np.count_nonzero(sim.pfs[:m, S.F_DELTA] > 0.0)))

@@ -31,7 +31,7 @@ BOX = 0.03
 
 @njit(_nrt=False)
 def _pair_forces_full_scan(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                           pk, pm, pts, nxt, meta, acc, out, sc, act, live, limbs):
+                           pk, pm, pts, nxt, meta, acc, out, sc, act, live, limbs, with_stress):
     na = pair_kinematics(False, False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
                          pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
     if na < 0:
@@ -90,7 +90,7 @@ def _step(sim, pair_fn, scratch, check=None):
     st.ensure_free(int(sim.ictl[ICTL_NPAIRS]) + sim.n * sim.walls.shape[0] + 1024)
     ok = pair_fn(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell, sim.ctl,
                  sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts, st.nxt, st.meta,
-                 sim.acc, sim.out, sc, act, live, sim.stress_limbs)
+                 sim.acc, sim.out, sc, act, live, sim.stress_limbs, True)
     assert ok
     if check is not None:
         check(sim, act)

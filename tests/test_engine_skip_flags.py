@@ -33,7 +33,7 @@ def _pair(sim, prm, sc, act, live):
     sim.torque[:] = 0.0
     assert pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
                        sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                       st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs)
+                       st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, True)
 
 
 @pytest.mark.parametrize("law,energy", [("mindlin", False), ("jaeger", False), ("jaeger", True)])

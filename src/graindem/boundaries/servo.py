@@ -12,6 +12,20 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, CTL_DT, CTL_GAIN, CTL_
                            CTL_RATE, CTL_SHEAR, CTL_TARGET, ICTL_MODE, ICTL_PERIODIC)
 
 
+@njit(_nrt=False, inline="always")
+def reads_stress(cell, ctl, ictl):
+    """Whether the coming servo call reads the stress sum: an axis on the stress servo, or a cell
+    that deforms now or did in the last step (the work it does on the spheres). Elsewhere its
+    terms are the stress times a zero rate."""
+    for k in range(3):
+        if ictl[ICTL_PERIODIC + k] != 0 and (ictl[ICTL_MODE + k] == 1 or ctl[CTL_RATE + k] != 0.0
+                                            or cell[CELL_RATE + k] != 0.0):
+            return True
+        if ctl[CTL_SHEAR + k] != 0.0 or cell[CELL_SHEAR_RATE + k] != 0.0:
+            return True
+    return False
+
+
 @njit(_nrt=False)
 def servo(cell, ctl, ictl, acc):
     """Strain rates of the periodic cell for the next step: prescribed, or servo on stress.

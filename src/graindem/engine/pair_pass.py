@@ -411,14 +411,14 @@ def pair_force_pass_jaeger(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, 
 
 @njit(_nrt=False)
 def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live, limbs):
+                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live, limbs, with_stress):
     """Contact forces of all pairs of the half list; returns False if a contact diverged.
 
     Two passes: the kinematics of every pair that may touch or holds state (picked first by a
     branch-free selection, select_rows) (overlap, normal, frame update, shift increment) into
     the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
-    over those, in the pass compiled for the run's law; then their stress sum, exact (stress_sum,
-    limbs: its accumulator, core.exact_sum.new_accumulator(9)). `live`: refresh_live's flags, kept up to date
+    over those, in the pass compiled for the run's law; then, if with_stress, their stress sum,
+    exact (stress_sum, limbs: its accumulator, core.exact_sum.new_accumulator(9)). `live`: refresh_live's flags, kept up to date
     here (a caller outside run_steps sets them with refresh_live first). Each pass's loop body is
     small enough that the processor overlaps the long dependency chains of consecutive contacts
     (frame update; law), which one fused loop does not: with the law specialised, a fused pass
@@ -446,5 +446,6 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
     else:
         pair_force_pass_linear(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                                pts, nxt, meta, acc, sc, act, na)
-    stress_sum(sc, act, na, pi, ictl[ICTL_N], limbs, acc)
+    if with_stress:
+        stress_sum(sc, act, na, pi, ictl[ICTL_N], limbs, acc)
     return True
