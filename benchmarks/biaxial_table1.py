@@ -67,7 +67,7 @@ from graindem.core.layout import (CTL_RMAX, CTL_SKIN, ICTL_COMPACT_EVERY, ICTL_N
                                   PAIR_INDEX)
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
-from graindem.engine.pair_pass import N_SC, pair_forces
+from graindem.engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, pair_forces
 from graindem.scenarios.biaxial import prepared_packing, start_test  # noqa: E402
 from provenance import provenance
 
@@ -97,7 +97,7 @@ def timed_split_run(sim, steps):
         t0 = time.process_time()
         ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                          sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, ALL_STRESS_COMPONENTS)
         force_t += time.process_time() - t0
         if not ok:
             raise RuntimeError("diverged")

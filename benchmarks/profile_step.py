@@ -36,7 +36,7 @@ from graindem.core.cell import CELL_L, CELL_LBUILD, min_image
 from graindem.core.layout import CTL_RMAX, CTL_SKIN, ICTL_NPAIRS, ICTL_PERIODIC, ICTL_STEP, N_PRM, PAIR_INDEX
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
-from graindem.engine.pair_pass import N_SC, cell_box, pair_forces, select_rows
+from graindem.engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, cell_box, pair_forces, select_rows
 from provenance import provenance
 
 
@@ -161,7 +161,7 @@ def profile(sim, steps):
         t0 = pc()
         ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                          sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
-                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+                         st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, ALL_STRESS_COMPONENTS)
         t["pair_loop"] += pc() - t0
         if nw:
             t0 = pc()

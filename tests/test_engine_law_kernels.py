@@ -19,7 +19,7 @@ import pytest
 from graindem.boundaries.walls import wall_forces
 from graindem.core.layout import ACC_STRESS, ACC_WALL, ICTL_LAW, ICTL_NPAIRS, N_PRM, PAIR_INDEX
 from graindem.engine.history import refresh_live
-from graindem.engine.pair_pass import N_SC, pair_forces
+from graindem.engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, pair_forces
 from graindem.engine.simulation import Simulation
 
 E, NU, MU, RHO = 70e9, 0.25, 0.5, 2500.0
@@ -49,7 +49,7 @@ def _pair_call(sim, prm, sc, act):
     sim.torque[:] = 0.0
     ok = pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
                      sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                     st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim))
+                     st.nxt, st.meta, sim.acc, sim.out, sc, act, _live(sim), sim.stress_limbs, ALL_STRESS_COMPONENTS)
     assert ok
 
 

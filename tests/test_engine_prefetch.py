@@ -12,7 +12,7 @@ from graindem.contact import state as S
 from graindem.contact.laws import PREFETCH_MIN_POINTS, PREFETCH_TOP
 from graindem.core.layout import ICTL_NPAIRS, N_PRM, PAIR_INDEX
 from graindem.engine.history import refresh_live
-from graindem.engine.pair_pass import N_SC, pair_forces
+from graindem.engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, pair_forces
 from graindem.engine.simulation import Simulation
 
 N_PAIRS = 40          # more touching rows than PREFETCH_TOP, so hints aim at rows ahead, not only the last
@@ -62,7 +62,7 @@ def _drive(sim, steps):
         sim.torque[:] = 0.0
         assert pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                            sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk,
-                           sim.pm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+                           sim.pm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, ALL_STRESS_COMPONENTS)
         m = int(sim.ictl[ICTL_NPAIRS])
         longest = max(longest, int(sim.pist[:m, S.I_LEN].max()))
         fewest_touching = min(fewest_touching, int(np.count_nonzero(sim.pfs[:m, S.F_DELTA] > 0.0)))

@@ -18,10 +18,11 @@ from graindem._jit import njit
 from graindem.contact import state as S
 from graindem.boundaries.servo import servo
 from graindem.boundaries.walls import wall_forces
-from graindem.core.layout import CTL_SKIN, ICTL_NPAIRS, ICTL_STEP, N_PRM, PAIR_INDEX
+from graindem.core.layout import CTL_SKIN, ICTL_N, ICTL_NPAIRS, ICTL_STEP, N_PRM, PAIR_INDEX
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
-from graindem.engine.pair_pass import N_SC, pair_force_pass_mindlin, pair_forces, pair_kinematics
+from graindem.engine.pair_pass import (ALL_STRESS_COMPONENTS, N_SC, pair_force_pass_mindlin, pair_forces, pair_kinematics,
+                                      stress_sum)
 from graindem.engine.simulation import Simulation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "packing_4000.csv"
@@ -31,13 +32,14 @@ BOX = 0.03
 
 @njit(_nrt=False)
 def _pair_forces_full_scan(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist, pcq,
-                           pk, pm, pts, nxt, meta, acc, out, sc, act, live):
+                           pk, pm, pts, nxt, meta, acc, out, sc, act, live, limbs, want):
     na = pair_kinematics(False, False, pos, vel, omega, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
                          pcq, pk, pm, pts, nxt, meta, out, sc, act, live)
     if na < 0:
         return False
     pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                             pts, nxt, meta, acc, sc, act, na)
+    stress_sum(sc, act, na, pi, ictl[ICTL_N], limbs, acc, want)
     return True
 
 
@@ -89,7 +91,7 @@ def _step(sim, pair_fn, scratch, check=None):
     st.ensure_free(int(sim.ictl[ICTL_NPAIRS]) + sim.n * sim.walls.shape[0] + 1024)
     ok = pair_fn(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell, sim.ctl,
                  sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts, st.nxt, st.meta,
-                 sim.acc, sim.out, sc, act, live)
+                 sim.acc, sim.out, sc, act, live, sim.stress_limbs, ALL_STRESS_COMPONENTS)
     assert ok
     if check is not None:
         check(sim, act)

@@ -14,7 +14,7 @@ from graindem.contact import state as S
 from graindem.contact.store import M_LIVE
 from graindem.core.layout import ICTL_NPAIRS, N_PRM, PAIR_INDEX
 from graindem.engine.history import refresh_live
-from graindem.engine.pair_pass import N_SC, pair_forces
+from graindem.engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, pair_forces
 from graindem.engine.simulation import Simulation
 
 
@@ -33,7 +33,7 @@ def _pair(sim, prm, sc, act, live):
     sim.torque[:] = 0.0
     assert pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.cell,
                        sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm, st.pts,
-                       st.nxt, st.meta, sim.acc, sim.out, sc, act, live)
+                       st.nxt, st.meta, sim.acc, sim.out, sc, act, live, sim.stress_limbs, ALL_STRESS_COMPONENTS)
 
 
 @pytest.mark.parametrize("law,energy", [("mindlin", False), ("jaeger", False), ("jaeger", True)])

@@ -112,11 +112,14 @@ def main(argv=None):
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        _check_out(args.command, args)
-        if world() is not None:
-            raise ValueError("the graindem command line does not run over several MPI ranks yet (every rank "
-                             "would write the outputs): run it on one rank, or run the simulation from a Python "
-                             "script under mpiexec (docs/parallel-mpi.md)")
+        comm = world()
+        if comm is not None and args.command != "run":
+            raise ValueError(f"graindem {args.command} does not run over several MPI ranks (graindem run does): run "
+                             "it on one rank")
+        if comm is None or comm.Get_rank() == 0:
+            _check_out(args.command, args)
+        if comm is not None:
+            return _run_on_ranks(comm, modules[args.command], args)
         quiet = getattr(args, "quiet", False) or getattr(args, "dry_run", False)
         if args.command in COMPILES and not quiet:
             from ._jit import announce_first_compilation
@@ -131,6 +134,22 @@ def main(argv=None):
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _run_on_ranks(comm, module, args):
+    """`graindem run` on several MPI ranks: every rank runs it (the Simulation runs decomposed), rank 0
+    writes the results folder and prints (parallel.rank_outputs)."""
+    from pathlib import Path
+    from .parallel.rank_outputs import rank_folder
+    out = Path(args.out)
+    with rank_folder(comm, out) as folder:
+        if comm.Get_rank() > 0:
+            args.quiet = True
+            restart = getattr(args, "restart", None)
+            if restart is not None and Path(restart).resolve().parent == out.resolve():
+                args.restart = str(folder / Path(restart).name)  # the private copy: rank 0 replaces the file
+        args.out = str(folder)
+        return int(module.run(args) or 0)
 
 
 def _terminate_as_interrupt(signum, frame):

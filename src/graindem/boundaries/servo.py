@@ -12,6 +12,33 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, CTL_DT, CTL_GAIN, CTL_
                            CTL_RATE, CTL_SHEAR, CTL_TARGET, ICTL_MODE, ICTL_PERIODIC)
 
 
+@njit(_nrt=False, inline="always")
+def shear_component(k):
+    """The stress-sum component (row-major f_a l_b) that the off-diagonal velocity gradient k
+    (L_xy, L_xz, L_yz) pairs with in the cell's work: (a, b) = (0, 1), (0, 2), (1, 2)."""
+    return 1 if k == 0 else (2 if k == 1 else 5)
+
+
+@njit(_nrt=False, inline="always")
+def stress_components_read(cell, ctl, ictl, want):
+    """Marks in want (9,) the stress-sum components the coming servo call reads and returns how
+    many: the normal one of an axis on the stress servo or of one the cell deforms along now or
+    did in the last step (the work it does on the spheres), the shear one of a shear gradient on
+    now or in the last step. Every other term of the servo is a stress times a zero rate."""
+    for c in range(9):
+        want[c] = 0
+    n = 0
+    for k in range(3):
+        if ictl[ICTL_PERIODIC + k] != 0 and (ictl[ICTL_MODE + k] == 1 or ctl[CTL_RATE + k] != 0.0
+                                            or cell[CELL_RATE + k] != 0.0):
+            want[4 * k] = 1
+            n += 1
+        if ctl[CTL_SHEAR + k] != 0.0 or cell[CELL_SHEAR_RATE + k] != 0.0:
+            want[shear_component(k)] = 1
+            n += 1
+    return n
+
+
 @njit(_nrt=False)
 def servo(cell, ctl, ictl, acc):
     """Strain rates of the periodic cell for the next step: prescribed, or servo on stress.
@@ -54,7 +81,7 @@ def servo(cell, ctl, ictl, acc):
         now = ctl[CTL_SHEAR + k]
         cell[CELL_SHEAR_RATE + k] = now
         if before != 0.0 or now != 0.0:
-            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + (1 if k == 0 else (2 if k == 1 else 5))] * (before + now) * ctl[CTL_DT]
+            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_STRESS + shear_component(k)] * (before + now) * ctl[CTL_DT]
 
 
 def pending_cell_work(acc, cell, dt):

@@ -14,10 +14,11 @@ import math
 import numpy as np
 
 from .._jit import njit
-from ..boundaries.servo import servo
+from ..boundaries.servo import servo, stress_components_read
 from ..boundaries.walls import wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
 from ..core.cell import deformation_since_build
+from ..core.exact_sum import N_LIMBS
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
                            ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
                            OUT_STEPS, PRM_PAIR, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL,
@@ -28,12 +29,21 @@ from .neighbours import build_pairs
 from .pair_pass import N_SC, pair_forces
 from .rolling_pass import rolling_pass
 
+# run_steps's `part`: whole steps, or one step in two calls around the stress sum's completion
+WHOLE_STEPS = 0
+UNTIL_STRESS = 1
+AFTER_STRESS = 2
+# out[OUT_STATUS] after UNTIL_STRESS (beyond layout's STATUS_*)
+STATUS_STRESS_READY = 10
+# run_steps's more_stress in a run of spheres only: no contacts but theirs
+NO_MORE_STRESS = np.zeros(0)
+
 
 @njit
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
               qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out,
-              rtab, prs, wrs, rrel, more_stress):
+              rtab, prs, wrs, rrel, more_stress, limbs=None, part=WHOLE_STEPS):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
@@ -48,6 +58,13 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     more_stress (9,): the Love-Weber sum of contacts these passes do not see (in a run with
     level-set grains, theirs at the same positions), added to the spheres' before the servo reads
     it, so that the one servo drives the cell on the whole assembly's stress; empty in a sphere run.
+
+    limbs: the exact accumulator of the stress sum (pair_pass.stress_sum; made here when not
+    given), holding the last pair pass's sum on return. part: WHOLE_STEPS; or, for a step whose
+    stress sum is completed outside (an MPI rank adds the ranks' accumulators), UNTIL_STRESS
+    (return after the pair pass, out[OUT_STATUS] STATUS_STRESS_READY, out[OUT_STEPS] 0) and then
+    AFTER_STRESS (the first step starts after its pair pass, from the forces and the stress sum
+    left in force, torque and acc).
     """
     out[OUT_STATUS] = STATUS_DONE
     out[OUT_STEPS] = 0
@@ -62,18 +79,35 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     live = np.empty(pi.shape[0], dtype=np.uint8)
     refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
     rolling = prs.shape[1] > 0
+    if limbs is None:
+        stress_limbs = np.zeros((9, N_LIMBS), dtype=np.int64)
+    else:
+        stress_limbs = limbs
+    want = np.ones(9, dtype=np.uint8)
     for step in range(nsteps):
-        if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
-            out[OUT_STATUS] = STATUS_STORE_LOW
-            return
-        ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                         pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live)
-        if ok and nw > 0:
-            ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                             wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
-        if not ok:
-            out[OUT_STATUS] = STATUS_DIVERGED
-            return
+        if step > 0 or part != AFTER_STRESS:
+            if meta[M_CAPACITY] - meta[M_LIVE] < ictl[ICTL_NPAIRS] + ictl[ICTL_N] * nw:
+                out[OUT_STATUS] = STATUS_STORE_LOW
+                return
+            # all nine components of the exact stress sum cost ~20 % of a step: summed are those the
+            # servo reads, and all at the last step, for the caller (a stop within the steps leaves
+            # older ones in acc), and in a step completed outside
+            if part != WHOLE_STEPS or step == nsteps - 1:
+                for c in range(9):
+                    want[c] = 1
+            else:
+                stress_components_read(cell, ctl, ictl, want)
+            ok = pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl, pi, pj, pfs, pist,
+                             pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live, stress_limbs, want)
+            if ok and nw > 0:
+                ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
+                                 wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+            if not ok:
+                out[OUT_STATUS] = STATUS_DIVERGED
+                return
+            if part == UNTIL_STRESS:
+                out[OUT_STATUS] = STATUS_STRESS_READY
+                return
         if rolling:
             rolling_pass(omega, torque, radius, mass, inertia, mtab, rtab, ctl, ictl, pi, pj, pfs, pcq, pk, pm, prs,
                          wcand, wfs, wcq, wk, wm, wrs)

@@ -24,7 +24,8 @@ from ..contact.laws import (JAEGER, MD_INCREMENTAL, MINDLIN, PREFETCH_BELOW, PRE
                             PREFETCH_MIN_POINTS, PREFETCH_TOP, contact_step, prefetch_stacks, separate)
 from ..contact.rows import load_prm, step_jaeger, step_linear, step_md_incremental, step_mindlin, turn_frame
 from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheared, min_image, min_image_tilted
-from ..core.layout import (ACC_STRESS, ACC_VISC_WORK, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_NPAIRS,
+from ..core.exact_sum import exact_add, exact_value
+from ..core.layout import (ACC_STRESS, ACC_VISC_WORK, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_N, ICTL_NPAIRS,
                            ICTL_PERIODIC, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
 from ..core.rotations import quat_rotate
 
@@ -39,6 +40,10 @@ SC_DSX = 5
 SC_DSY = 6
 SC_DIST = 7
 N_SC = 8
+# the force pass writes each row's force on j over its read kinematics (for stress_sum)
+SC_FX = SC_VN
+SC_FY = SC_DSX
+SC_FZ = SC_DSY
 
 
 @njit(_nrt=False, inline="always")
@@ -319,17 +324,8 @@ def _pair_force_pass(law_step, prefetch_ahead, force, torque, radius, prm, mtab,
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
     visc = ctl[CTL_VISC]
-    # local sums: the arrays may alias as far as the compiler knows, so sums kept in acc[] would
+    # a local sum: the arrays may alias as far as the compiler knows, so a sum kept in acc[] would
     # be loaded and stored for every contact
-    s00 = 0.0
-    s01 = 0.0
-    s02 = 0.0
-    s10 = 0.0
-    s11 = 0.0
-    s12 = 0.0
-    s20 = 0.0
-    s21 = 0.0
-    s22 = 0.0
     visc_work = 0.0
     for a in range(na):
         prefetch_ahead(act, a, na, pist, pts, nxt, meta)
@@ -341,35 +337,64 @@ def _pair_force_pass(law_step, prefetch_ahead, force, torque, radius, prm, mtab,
                                          pist, pcq, pk, pm, pts, nxt, meta, c, nx, ny, nz, sc[a, SC_DELTA],
                                          sc[a, SC_VN], sc[a, SC_DSX], sc[a, SC_DSY])
         visc_work += wv
-        # branch vector l = dist n (the minimum image of x_j - x_i)
-        dist = sc[a, SC_DIST]
-        dx = dist * nx
-        dy = dist * ny
-        dz = dist * nz
-        s00 += fx * dx
-        s01 += fx * dy
-        s02 += fx * dz
-        s10 += fy * dx
-        s11 += fy * dy
-        s12 += fy * dz
-        s20 += fz * dx
-        s21 += fz * dy
-        s22 += fz * dz
-    _store_pair_sums(acc, s00, s01, s02, s10, s11, s12, s20, s21, s22, visc_work)
+        # the row's kinematics are read: its force takes their place, for stress_sum
+        sc[a, SC_FX] = fx
+        sc[a, SC_FY] = fy
+        sc[a, SC_FZ] = fz
+    acc[ACC_VISC_WORK] += visc_work
+
+
+# pair_forces's `want` for a pass that sums the whole stress tensor
+ALL_STRESS_COMPONENTS = np.ones(9, dtype=np.uint8)
 
 
 @njit(_nrt=False, inline="always")
-def _store_pair_sums(acc, s00, s01, s02, s10, s11, s12, s20, s21, s22, visc_work):
-    acc[ACC_STRESS + 0] = s00
-    acc[ACC_STRESS + 1] = s01
-    acc[ACC_STRESS + 2] = s02
-    acc[ACC_STRESS + 3] = s10
-    acc[ACC_STRESS + 4] = s11
-    acc[ACC_STRESS + 5] = s12
-    acc[ACC_STRESS + 6] = s20
-    acc[ACC_STRESS + 7] = s21
-    acc[ACC_STRESS + 8] = s22
-    acc[ACC_VISC_WORK] += visc_work
+def stress_sum(sc, act, na, pi, nown, limbs, acc, want):
+    """The stress sum over the touching rows, sum of f (x) l (l = dist n, the minimum image of
+    x_j - x_i; f the force on j), into acc[ACC_STRESS:+9] (row-major), exactly
+    (core.exact_sum): the servo reads it, and summed in floating point its last bits would depend
+    on the order of the rows (and on how the compiler reorders the sum). Counted: the rows whose
+    sphere i is below nown (all of them in a serial run; on an MPI rank those of its own spheres,
+    so that the ranks' accumulators, added, count every row once). limbs: (9, N_LIMBS), left
+    holding the exact sums. Only the components marked in want (9,) are summed (an exact addition
+    costs ~20 times a floating-point one, and a servo step reads two to four of the nine); the
+    others keep their value in acc and their limbs."""
+    for r in range(limbs.shape[0]):
+        if want[r]:
+            for k in range(limbs.shape[1]):
+                limbs[r, k] = 0
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7], want[8]
+    for a in range(na):
+        if _row_index(pi, _row_index(act, a)) >= nown:
+            continue
+        dist = sc[a, SC_DIST]
+        dx = dist * sc[a, SC_NX]
+        dy = dist * sc[a, SC_NY]
+        dz = dist * sc[a, SC_NZ]
+        fx = sc[a, SC_FX]
+        fy = sc[a, SC_FY]
+        fz = sc[a, SC_FZ]
+        if w0:
+            exact_add(limbs, 0, fx * dx)
+        if w1:
+            exact_add(limbs, 1, fx * dy)
+        if w2:
+            exact_add(limbs, 2, fx * dz)
+        if w3:
+            exact_add(limbs, 3, fy * dx)
+        if w4:
+            exact_add(limbs, 4, fy * dy)
+        if w5:
+            exact_add(limbs, 5, fy * dz)
+        if w6:
+            exact_add(limbs, 6, fz * dx)
+        if w7:
+            exact_add(limbs, 7, fz * dy)
+        if w8:
+            exact_add(limbs, 8, fz * dz)
+    for k in range(9):
+        if want[k]:
+            acc[ACC_STRESS + k] = exact_value(limbs, k)
 
 
 # One force pass per law, each inlining only its own law, so that mindlin's loop does not carry
@@ -404,13 +429,15 @@ def pair_force_pass_jaeger(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, 
 
 @njit(_nrt=False)
 def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ictl,
-                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live):
+                pi, pj, pfs, pist, pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live, limbs, want):
     """Contact forces of all pairs of the half list; returns False if a contact diverged.
 
     Two passes: the kinematics of every pair that may touch or holds state (picked first by a
     branch-free selection, select_rows) (overlap, normal, frame update, shift increment) into
     the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
-    over those, in the pass compiled for the run's law. `live`: refresh_live's flags, kept up to date
+    over those, in the pass compiled for the run's law; then the
+    components of their stress sum marked in want (9,), exact (stress_sum, limbs: its accumulator,
+    core.exact_sum.new_accumulator(9)). `live`: refresh_live's flags, kept up to date
     here (a caller outside run_steps sets them with refresh_live first). Each pass's loop body is
     small enough that the processor overlaps the long dependency chains of consecutive contacts
     (frame update; law), which one fused loop does not: with the law specialised, a fused pass
@@ -438,4 +465,9 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
     else:
         pair_force_pass_linear(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
                                pts, nxt, meta, acc, sc, act, na)
+    n_want = 0
+    for k in range(9):
+        n_want += want[k]
+    if n_want > 0:
+        stress_sum(sc, act, na, pi, ictl[ICTL_N], limbs, acc, want)
     return True

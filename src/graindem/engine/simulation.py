@@ -49,13 +49,12 @@ from .deformable_setup import DeformableGrains
 from .mixed_setup import MixedBodies
 from ..core.checks import per_body_rows, positive_finite, vec3
 from .history import reload_contacts, tangential_energy_sum
-from .loop import run_steps
+from .loop import NO_MORE_STRESS, WHOLE_STEPS, run_steps
+from ..core.exact_sum import new_accumulator
 from .neighbours import build_pairs, refresh_constants
 from ..parallel.world import world
 
 SCHEMA_VERSION = 1
-# run_steps's more_stress in a run of spheres only: no contacts but theirs
-NO_STRESS = np.zeros(0)
 ROLLING_ARRAYS = RL.ENGINE_ARRAYS
 
 
@@ -171,6 +170,8 @@ class Simulation(DeformableGrains, MixedBodies):
         self.shear = np.zeros(3)  # prescribed velocity gradients L_xy, L_xz, L_yz (control_shear)
         self.ready = False
         self.timing = {"run_s": 0.0, "steps": 0}
+        # the exact accumulator of the stress sum (engine.pair_pass.stress_sum)
+        self.stress_limbs = new_accumulator(9)
         self._grain_templates = []
         self._grain_batches = []
         self.grain_contact = None
@@ -1172,7 +1173,8 @@ class Simulation(DeformableGrains, MixedBodies):
                       self.pcq, self.pk, self.pm, self.qi, self.qj, self.qfs, self.qist, self.qcq,
                       self.wfs, self.wist, self.wcq, self.wk, self.wm,
                       self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out,
-                      self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel, NO_STRESS)
+                      self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel, NO_MORE_STRESS,
+                      self.stress_limbs, WHOLE_STEPS)
             done += int(self.out[OUT_STEPS])
             status = int(self.out[OUT_STATUS])
             if status == STATUS_PAIRS_FULL:

@@ -11,7 +11,8 @@ contact state; the force on an owned sphere is then summed from the same rows in
 in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
 computed too and their results ignored.
 
-A step: one call of the serial time loop (engine.loop.run_steps) on the local state, with the owned
+A step: one call of the serial time loop (engine.loop.run_steps) on the local state (in a deforming
+cell, in two parts around the reduction of the stress sum, which the servo reads), with the owned
 spheres numbered first and only they integrated, its own rebuild test switched off; the ghosts
 refreshed from their owners (world.HaloUpdate: positions, velocities, spins, orientations); then
 the rebuild test (engine.loop.rebuild_due) on the largest displacement of all ranks (an exact
@@ -25,25 +26,24 @@ Between calls of Simulation.run the Simulation holds the whole state on every ra
 (gather_into) in the serial layout: the spheres in global order, and the pair list rebuilt in the
 serial order from the build positions with every row's state carried over, so measure(),
 state_dict() and checkpoints read as from a serial run (the history store is laid out afresh: its
-point indices differ from a serial run's, its histories do not). The running sums in `acc` are
-the exceptions: each rank sums its part and the parts are added in rank order, which rounds
-differently from the serial sum (the local damping work; the stress sum of the last step, from the
-rows each rank is authoritative for).
+point indices differ from a serial run's, its histories do not). The stress sum is the serial
+one bit for bit (core.exact_sum: each rank's exact accumulator holds the rows of its own spheres i,
+and the accumulators are added as integers); the local damping work is the exception: each rank
+sums its part and the parts are added in rank order, which rounds differently from the serial sum.
 """
 
 import numpy as np
 
 from ..contact import rolling as RL
 from ..contact import state as S
-from ..core.cell import CELL_INTEGRAL, CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_TILT, wrap_and_grid
+from ..core.cell import CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, wrap_and_grid
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SKIN, CTL_VISC,
-                           ICTL_MODE, ICTL_N, ICTL_NPAIRS, N_PRM, PRM_PAIR,
+                           ICTL_MODE, ICTL_N, ICTL_NPAIRS,
                            ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ,
                            OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
-from ..boundaries.servo import servo
-from ..engine.history import refresh_live
-from ..engine.loop import rebuild_due, run_steps
-from ..engine.pair_pass import N_SC, pair_forces
+from ..core.exact_sum import exact_value, new_accumulator
+from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
+                           run_steps)
 from .bisection import Bisection
 from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows
 from .world import HaloUpdate, allgatherv, alltoallv
@@ -70,15 +70,10 @@ def check_decomposable(sim, nranks):
         what = "adaptive_dt"
     elif np.any(sim.shear != 0.0) or np.any(sim.cell[CELL_TILT:CELL_TILT + 3] != 0.0):
         what = "a sheared cell (control_shear)"
-    elif np.any((sim.mode == 1) & np.array(sim.periodic, dtype=bool)):
-        # the servo's input, the stress sum over all rows, is added over the ranks in another order
-        # than the serial sum; a dense packing amplifies that rounding far beyond 1e-12 within a few
-        # hundred steps (docs/parallel-mpi.md)
-        what = "the stress servo (control_axis with stress=)"
     if what is not None:
         raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
-                         "support spheres in a box, periodic or not, fixed or stretched by prescribed strain rates, "
-                         "without walls, shear or the stress servo; see docs/parallel-mpi.md)")
+                         "support spheres in a box, periodic or not, fixed, stretched by prescribed strain rates "
+                         "or driven by the stress servo, without walls or shear; see docs/parallel-mpi.md)")
     if sim.n < nranks:
         raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
                          "of spheres (every rank owns at least one)")
@@ -121,6 +116,8 @@ class Subdomain:
     def __init__(self, sim, comm, rebalance_every):
         from mpi4py import MPI
         self.max_op = MPI.MAX
+        self.sum_op = MPI.SUM
+        self.stress_sum = new_accumulator(9)
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
@@ -132,13 +129,10 @@ class Subdomain:
         # the damping work done before this decomposition; the ranks' work since is added to it
         self.base_work = float(sim.acc[ACC_LOCAL_WORK])
         self.local_work = 0.0
-        # a cell stretched by prescribed strain rates: the loop stretches it on every rank alike;
-        # the work it does on the spheres needs the stress of all ranks every step (_cell_rates)
+        # a deforming cell (prescribed strain rates or the stress servo): the loop moves it on every
+        # rank alike, from the stress sum of all ranks, completed in the middle of each step (advance)
         self.mode = sim.ictl[ICTL_MODE:ICTL_MODE + 3].copy()
-        self.rate = sim.ctl[CTL_RATE:CTL_RATE + 3].copy()
-        self.deforming = bool(np.any(self.mode != 0) or np.any(self.rate != 0.0))
-        self.base_boundary = float(sim.acc[ACC_BOUNDARY_WORK])
-        self.boundary_work = 0.0
+        self.deforming = bool(np.any(self.mode != 0) or np.any(sim.ctl[CTL_RATE:CTL_RATE + 3] != 0.0))
         n = sim.n
         gid = np.arange(n, dtype=np.int64)
         built = build_cell(sim.cell)
@@ -152,6 +146,11 @@ class Subdomain:
         rows = np.flatnonzero(mine[sim.pi[:m]] | mine[sim.pj[:m]])
         packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.store, rows)
         self._assemble(sim, *pack_bodies(sim, local, gid, owner[local]), *packed_rows, listed=True)
+        # every rank steps the boundary work as the serial loop does (from the same stress sums); the
+        # stress sum of the last step is held by the ranks' accumulators together
+        self.local.acc[ACC_BOUNDARY_WORK] = sim.acc[ACC_BOUNDARY_WORK]
+        if self.rank == 0:
+            self.local.stress_limbs[:] = sim.stress_limbs
 
     def _halo_ranks(self, frac, cell):
         """halo_ranks of fractional positions in the cell `cell` (its lengths now)."""
@@ -241,8 +240,6 @@ class Subdomain:
         # and never rebuilds by itself: rebuilds are collective (_rebuild)
         self.step_ctl = L.ctl.copy()
         self.step_ctl[CTL_SKIN] = np.inf
-        if self.deforming:
-            L.ictl[ICTL_MODE:ICTL_MODE + 3] = 0
         own = np.arange(n_own)
         built = build_cell(L.cell)
         near = self._halo_ranks(fractions(L.pos_build[:n_own], built, self.periodic), built)
@@ -254,31 +251,35 @@ class Subdomain:
 
     # ------------------------------------------------------------ stepping
     def advance(self, nsteps, stops=None):
-        """Up to nsteps steps of the decomposed run; returns (stress, stop, diverged): this rank's
-        stress sum of the last step's authoritative rows (9 values, row-major), the stop request
+        """Up to nsteps steps of the decomposed run; returns (stop, diverged): the stop request
         honoured (its signal number, 0 for none) and whether some rank found the run diverged.
 
-        Each step is one call of the serial time loop (engine.loop.run_steps) on the local state:
-        the serial kernels as the serial run compiles them (a kernel called from Python runs its
-        own compiled copy, which may round differently from the copy inlined in run_steps). The
-        decisions that end the steps early (a stop request on any rank, a divergence on any rank)
-        travel in the step's one reduction, so every rank takes them at the same step."""
-        stress = np.zeros(9)
+        Each step is the serial time loop (engine.loop.run_steps) on the local state: the serial
+        kernels as the serial run compiles them (a kernel called from Python runs its own compiled
+        copy, which may round differently from the copy inlined in run_steps). In a deforming cell
+        the step is one call of it in two parts: the pair pass, then, with the stress sum completed
+        from the ranks' exact accumulators (an integer sum: the serial run's exact sum, rounded
+        once as there), the servo and the rest of the step. The decisions that end the steps early
+        (a stop request on any rank, a divergence on any rank) travel in the step's one reduction,
+        so every rank takes them at the same step."""
         reduced = np.zeros(3)
         n_own = self.n_own
         for s in range(nsteps):
             L = self.local
             L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + 1024)
-            st = L.store
-            before = L.pos.copy()
             if self.deforming:
-                self._cell_rates()
-            run_steps(1, L.pos, L.vel, L.omega, L.quat, L.force, L.torque, L.radius, L.mass, L.inertia, L.pmat, L.pid,
-                      L.mtab, L.cell, self.step_ctl, L.ictl, L.walls, L.wcand, L.pstart, L.pi, L.pj, L.pfs, L.pist,
-                      L.pcq, L.pk, L.pm, L.qi, L.qj, L.qfs, L.qist, L.qcq, L.wfs, L.wist, L.wcq, L.wk, L.wm,
-                      L.pos_build, st.pts, st.nxt, st.meta, L.acc, L.out,
-                      L.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), L.prs, L.wrs, L.rrel)
-            bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
+                self._run_steps(UNTIL_STRESS)
+                bad = int(L.out[OUT_STATUS]) != STATUS_STRESS_READY
+                # every rank joins the sum, a diverged one too (the fault is told in the reduction below)
+                self.comm.Allreduce(L.stress_limbs, self.stress_sum, op=self.sum_op)
+                for k in range(9):
+                    L.acc[ACC_STRESS + k] = exact_value(self.stress_sum, k)
+                if not bad:
+                    self._run_steps(AFTER_STRESS)
+                    bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
+            else:
+                self._run_steps(WHOLE_STEPS)
+                bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
             # the ghosts' forces are partial sums, and their advance is replaced by their owners'
             L.force[n_own:] = 0.0
             L.torque[n_own:] = 0.0
@@ -296,59 +297,24 @@ class Subdomain:
             self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)]), reduced, op=self.max_op)
             if reduced[1] > 0.0:
                 self.fault = self._fault_report(bad)
-                return stress, 0, True
+                return 0, True
             stop = int(reduced[2])
-            if s == nsteps - 1 or stop:
-                stress = self.stress_part if self.deforming else self._authoritative_stress(before)
             if rebuild_due(L.cell, L.ctl, reduced[0], 0.0):
                 self._rebuild()
             if stop:
-                return stress, stop, False
-        return stress, 0, False
+                return stop, False
+        return 0, False
 
-    def _cell_rates(self):
-        """The cell's strain rates of the coming step and the work the cell does in it, as the
-        serial servo (engine.loop: boundaries.servo) sets them, the rates into the loop's
-        prescribed rates: a trial pair pass over copies of this rank's authoritative rows gives its
-        share of the step's stress sum, the shares are added in rank order (the same sum on every
-        rank, rounded differently from the serial sum over all rows), and the servo runs on it.
-        With prescribed rates (the servo is refused) only the boundary work depends on that sum."""
+    def _run_steps(self, part):
+        """One step of engine.loop.run_steps on the local state, or a part of one."""
         L = self.local
-        m = int(L.ictl[ICTL_NPAIRS])
-        rows = np.flatnonzero(self.authoritative[:m])
-        k = rows.size
-        ictl = L.ictl.copy()
-        ictl[ICTL_NPAIRS] = k
-        pfs, pist = L.pfs[rows], L.pist[rows]
-        live = np.empty(k, dtype=np.uint8)
-        refresh_live(pfs, pist, k, live)
-        prm = np.empty(N_PRM)
-        prm[PRM_PAIR] = -1.0
-        acc = np.zeros_like(L.acc)
         st = L.store
-        ok = pair_forces(L.pos, L.vel, L.omega, np.zeros_like(L.force), np.zeros_like(L.torque), L.radius, prm,
-                         L.mtab, L.cell, self.step_ctl, ictl, np.ascontiguousarray(L.pi[rows]),
-                         np.ascontiguousarray(L.pj[rows]), pfs, pist, L.pcq[rows], L.pk[rows], L.pm[rows],
-                         st.pts.copy(), st.nxt.copy(), st.meta.copy(), acc, L.out.copy(), np.empty((k, N_SC)),
-                         np.empty(k, dtype=np.int32), live)
-        part = acc[ACC_STRESS:ACC_STRESS + 9].copy() if ok else np.zeros(9)
-        self.stress_part = part
-        parts, _ = allgatherv(self.comm, part[None, :], 9)
-        total = np.zeros(9)
-        for r in range(self.size):  # rank order
-            total += parts[r]
-        acc = L.acc.copy()
-        acc[ACC_STRESS:ACC_STRESS + 9] = total
-        acc[ACC_BOUNDARY_WORK] = 0.0
-        cell = L.cell.copy()
-        ictl = L.ictl.copy()
-        ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
-        ctl = self.step_ctl.copy()
-        ctl[CTL_RATE:CTL_RATE + 3] = self.rate
-        servo(cell, ctl, ictl, acc)
-        self.boundary_work += acc[ACC_BOUNDARY_WORK]
-        L.cell[CELL_INTEGRAL:CELL_INTEGRAL + 3] = cell[CELL_INTEGRAL:CELL_INTEGRAL + 3]
-        self.step_ctl[CTL_RATE:CTL_RATE + 3] = cell[CELL_RATE:CELL_RATE + 3]
+        run_steps(1, L.pos, L.vel, L.omega, L.quat, L.force, L.torque, L.radius, L.mass, L.inertia, L.pmat, L.pid,
+                  L.mtab, L.cell, self.step_ctl, L.ictl, L.walls, L.wcand, L.pstart, L.pi, L.pj, L.pfs, L.pist,
+                  L.pcq, L.pk, L.pm, L.qi, L.qj, L.qfs, L.qist, L.qcq, L.wfs, L.wist, L.wcq, L.wk, L.wm,
+                  L.pos_build, st.pts, st.nxt, st.meta, L.acc, L.out,
+                  L.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), L.prs, L.wrs, L.rrel, NO_MORE_STRESS, L.stress_limbs,
+                  part)
 
     def _fault_report(self, here):
         """This rank's account of the divergence: [kind (0 none, 1 a contact, 2 a sphere), global
@@ -384,21 +350,6 @@ class Subdomain:
             sim.out[OUT_PARTICLE] = spheres[:, 1].min()
         sim.out[OUT_STATUS] = STATUS_DIVERGED
 
-    def _authoritative_stress(self, pos):
-        """Sum of f (x) l over the touching rows this rank is authoritative for, at the positions
-        `pos` the forces were computed at (the stress sum of the pair pass, split between the
-        ranks without counting a row twice)."""
-        L = self.local
-        now = L.pos
-        L.pos = pos
-        try:
-            c = L.contact_arrays()
-        finally:
-            L.pos = now
-        sel = self.authoritative[c["row"]]
-        f = c["N"][sel, None] * c["normal"][sel] - c["T"][sel]
-        return (f.T @ c["branch"][sel]).ravel()
-
     # ------------------------------------------------------------ migration
     def _rebuild(self):
         """The neighbour rebuild of a decomposed run: new owners, bodies and rows sent to them,
@@ -433,12 +384,16 @@ class Subdomain:
         rpts, _ = alltoallv(c, [pts[p] for p in pmask], 4)
         rslips, _ = alltoallv(c, [slips[p] for p in pmask], 1)
         self.local_work += float(L.acc[ACC_LOCAL_WORK])
+        boundary_work = L.acc[ACC_BOUNDARY_WORK]
+        limbs = L.stress_limbs
         self._assemble(L, rbf, rbi, rri, rrf, rpts, rslips[:, 0], listed=False)
+        self.local.acc[ACC_BOUNDARY_WORK] = boundary_work
+        self.local.stress_limbs = limbs
 
     # ------------------------------------------------------------ gathering
-    def gather_into(self, sim, stress):
+    def gather_into(self, sim):
         """The whole state, in the serial layout, into `sim` on every rank (see the module
-        docstring); stress: this rank's part of the last step's stress sum."""
+        docstring)."""
         L = self.local
         c = self.comm
         bf, bi = pack_bodies(L, np.arange(self.n_own), self.gid, self.rank)
@@ -455,17 +410,16 @@ class Subdomain:
         RF, _ = allgatherv(c, floats, ROW_FLOATS)
         P, _ = allgatherv(c, pts, 4)
         SL, _ = allgatherv(c, slips, 1)
-        sums, _ = allgatherv(c, np.concatenate([[self.local_work + float(L.acc[ACC_LOCAL_WORK])], stress]), 10)
+        sums, _ = allgatherv(c, np.array([[self.local_work + float(L.acc[ACC_LOCAL_WORK])]]), 1)
         acc = sim.acc.copy()
         acc[ACC_LOCAL_WORK] = self.base_work
         for r in range(self.size):  # rank order: the same sums on every rank, every time
             acc[ACC_LOCAL_WORK] += sums[r, 0]
-        stress_sum = np.zeros(9)
-        for r in range(self.size):
-            stress_sum += sums[r, 1:]
-        acc[ACC_STRESS:ACC_STRESS + 9] = stress_sum
-        if self.deforming:
-            acc[ACC_BOUNDARY_WORK] = self.base_boundary + self.boundary_work
+        c.Allreduce(L.stress_limbs, self.stress_sum, op=self.sum_op)
+        sim.stress_limbs = self.stress_sum.copy()
+        for k in range(9):
+            acc[ACC_STRESS + k] = exact_value(sim.stress_limbs, k)
+        acc[ACC_BOUNDARY_WORK] = L.acc[ACC_BOUNDARY_WORK]
         nrows = RI.shape[0]
         sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
         cap = sim.pi.shape[0]
@@ -515,12 +469,12 @@ def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverge
         if every is not None:
             chunk = min(chunk, every - (int(sub.local.ictl[ICTL_STEP]) - phase) % every)
         start = int(sub.local.ictl[ICTL_STEP])
-        stress, stop, fault = sub.advance(chunk, stops)
+        stop, fault = sub.advance(chunk, stops)
         if fault:
             # ranks that found no fault have finished the step: the serial run's step count is
             # that of the ranks that stopped inside it
             step = comm.allreduce(int(sub.local.ictl[ICTL_STEP]), op=MPI.MIN)
-            sub.gather_into(sim, stress)
+            sub.gather_into(sim)
             sim.ictl[ICTL_STEP] = step
             sub.name_fault(sim)
             sim.timing["run_s"] += time.perf_counter() - t0
@@ -528,7 +482,7 @@ def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverge
                 diverged()
             raise RuntimeError(f"run diverged at step {step} (MPI rank {sub.rank})")
         done += int(sub.local.ictl[ICTL_STEP]) - start
-        sub.gather_into(sim, stress)
+        sub.gather_into(sim)
         if callback is not None and every is not None and (sim.step_count - phase) % every == 0:
             callback(sim)
         # a request that arrived outside the steps (while gathering, in the callback)
