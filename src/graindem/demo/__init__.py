@@ -28,7 +28,8 @@ def run(args):
     say(f"graindem demo: results go to {out.resolve()}/")
     say("The first run compiles numba kernels before each part starts (about five minutes in all on 2 cores);")
     say("later runs load them from the cache and take seconds.")
-    # the biaxial part's kernels compile on the second core while this process runs the contact laws
+    # the sphere engine's pair pass compiles on the second core while this process runs the contact laws
+    # (demo.compile_ahead)
     ahead = None if args.skip_biaxial else compile_ahead.start()
     try:
         say("== contact laws against the closed forms (seconds after compilation) ==")
@@ -37,7 +38,9 @@ def run(args):
         if not args.skip_biaxial:
             from ..scenarios.biaxial import run_demo as biaxial_demo
             say("== default scenario: biaxial compression of a 512-sphere packing, Jäger law ==")
-            compile_ahead.wait(ahead, say)
+            if ahead is not None:
+                compile_ahead.compile_setup_and_walls()
+                compile_ahead.wait(ahead, say)
             say("   (the packing is first compressed isotropically to the confining stress, then compressed biaxially "
                 "to 4 % axial strain)")
             biaxial_demo(out, announce=say)

@@ -1,20 +1,23 @@
-"""The biaxial part's numba kernels compiled in a second process while the contact-law part runs.
+"""The biaxial part's numba kernels compiled on both cores while the contact-law part runs.
 
 On a fresh machine most of `graindem demo` is numba compiling kernels, and numba compiles one
-kernel at a time in one process. The demo's two parts use different kernels (the contact-law part
-the single-contact and batched contact kernels, the biaxial part the sphere engine's), so a second
-process compiles the engine's on the second core while the first runs the contact-law part. numba's
-on-disk cache is what hands them over: every kernel is written there when compiled (by an atomic
-rename, so two processes may write it at once) and the first process loads it from there when the
-biaxial part starts.
+kernel at a time in one process. The sphere engine's time loop (`engine.loop.run_steps`) is
+compiled with its callees, each a kernel of its own with its own entry in numba's on-disk cache;
+the largest is the pair pass (`engine.pair_pass.pair_forces`, with its pass for every law: more
+than half of the engine's compile time), then the wall pass. So the work is shared out:
 
-The second process compiles by running the biaxial part itself (`scenarios.biaxial.run_demo`) at
-a small size into a temporary folder: the same functions with the same argument types, so the same
-kernels and signatures, whatever they are; the size sets only how long the run after compilation
-takes (a second or two). When the cache already holds the kernels it finishes in seconds.
+- a second process, started with the demo, compiles the pair pass by calling it on a small set-up
+  packing (`compile_pair_pass`);
+- the demo's own process runs the contact-law part (its own kernels), then compiles the random gas
+  placement, the neighbour list and the wall pass the same way (`compile_setup_and_walls`), waits
+  for the second process, and starts the biaxial part, which finds those kernels in the cache and
+  compiles only the time loop around them and its small callees.
 
-A failure of the second process costs only time: the first process then compiles what is missing
-itself when the biaxial part starts.
+numba's on-disk cache is what hands the kernels over: a kernel is written there when compiled (by
+an atomic rename, so processes may write at once) and looked up there by its argument types before
+it is compiled, also when it is a callee of a kernel being compiled. The small packing's arrays have
+the types of the demo's (the same set-up calls), so the lookups find what was compiled; anything a
+lookup misses is compiled where it is needed, so a failure here costs only time.
 """
 
 import os
@@ -25,16 +28,15 @@ import time
 from pathlib import Path
 
 import numba
+import numpy as np
 
-# The small run: enough spheres for a periodic packing to settle under the servo, and enough steps
-# for every output of the full run (series rows, VTK frames, checkpoint, plots) to be written.
+# The small packing the kernels are compiled on (its size does not change their types).
 SPHERES = 64
-STEPS = 200
 
 
 def start():
-    """Start the second process; returns it, or None on a machine with one core (where it would only
-    compete with the first process for that core)."""
+    """Start the second process (compile_pair_pass); returns it, or None on a machine with one core
+    (where it would only compete with the first process for that core)."""
     if (os.cpu_count() or 1) < 2:
         return None
     import graindem
@@ -63,7 +65,7 @@ def wait(proc, say):
     if proc is None:
         return
     if proc.poll() is None:
-        say("   waiting for the second process to finish compiling the sphere engine ...")
+        say("   waiting for the second process to finish compiling the pair pass ...")
         t0 = time.perf_counter()
         proc.wait()
         say(f"   ... done after {time.perf_counter() - t0:.0f} s more")
@@ -89,15 +91,57 @@ def stop(proc):
     proc.log.close()
 
 
-def compile_biaxial(out=None):
-    """Run the demo's biaxial part at the small size into `out` (default: a temporary folder, removed
-    after); returns its summary. This is what the second process does."""
-    from ..scenarios.biaxial import run_demo
-    if out is not None:
-        return run_demo(out, n=SPHERES, steps=STEPS, announce=None)
-    with tempfile.TemporaryDirectory(prefix="graindem-compile-") as tmp:
-        return run_demo(tmp, n=SPHERES, steps=STEPS, announce=None)
+def small_packing(n=SPHERES, seed=0):
+    """A loose periodic gas of n spheres set up as the demo's preparation sets its packing up (random gas
+    placement, the same material and law, `Simulation.setup`), not run."""
+    from ..engine.prepare import random_gas
+    from ..engine.simulation import Simulation
+    from ..particles.size_distribution import Uniform
+    from ..scenarios.biaxial import QUARTZ, RADIUS, SPREAD
+    rng = np.random.default_rng(seed)
+    r = Uniform(RADIUS, SPREAD).sample(n, rng)
+    L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.3) ** (1.0 / 3.0)
+    pos = random_gas(n, r, np.full(3, L), rng)
+    sim = Simulation(law="mindlin", E=QUARTZ["E"], nu=QUARTZ["nu"], mu=0.1, density=QUARTZ["density"],
+                     local_damping=0.7)
+    sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
+    sim.add_particles(pos, r)
+    sim.setup()
+    return sim
+
+
+def _prm():
+    # the force passes' scratch record, as run_steps makes it
+    from ..core.layout import N_PRM
+    return np.full(N_PRM, -1.0)
+
+
+def compile_pair_pass(sim=None):
+    """Compile (or load) the pair pass by one call on a small packing; returns whether it ran."""
+    from ..core.layout import ICTL_NPAIRS, PAIR_INDEX
+    from ..engine.history import refresh_live
+    from ..engine.pair_pass import N_SC, pair_forces
+    sim = small_packing() if sim is None else sim
+    cap = sim.pi.shape[0]
+    live = np.empty(cap, dtype=np.uint8)
+    refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
+    st = sim.store
+    return bool(pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, _prm(), sim.mtab,
+                            sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
+                            st.pts, st.nxt, st.meta, sim.acc, sim.out, np.empty((cap, N_SC)),
+                            np.empty(cap, dtype=PAIR_INDEX), live))
+
+
+def compile_setup_and_walls(sim=None):
+    """Compile (or load) the random gas placement and the neighbour list (small_packing) and the wall
+    pass (one call); returns whether the wall pass ran."""
+    from ..boundaries.walls import wall_forces
+    sim = small_packing() if sim is None else sim
+    st = sim.store
+    return bool(wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, _prm(), sim.mtab,
+                            sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm,
+                            st.pts, st.nxt, st.meta, sim.acc, sim.out))
 
 
 if __name__ == "__main__":
-    compile_biaxial()
+    compile_pair_pass()
