@@ -40,17 +40,21 @@ def test_kernels_compiled_ahead_have_the_types_the_time_loop_gives_them():
     (else the demo's own process would compile them again): every argument they take from the time
     loop's own arguments has the type the loop has for it."""
     from graindem.boundaries.walls import wall_forces
+    from graindem.engine.history import compact_on_schedule
+    from graindem.engine.integration import advance_particles
     from graindem.engine.loop import run_steps
     from graindem.engine.pair_pass import pair_forces
 
-    sim = compile_ahead.small_packing()
+    sim = compile_ahead.small_packing(gas=False)
     assert compile_ahead.compile_pair_pass(sim)
+    sim = compile_ahead.small_packing()
     assert compile_ahead.compile_setup_and_walls(sim)
-    ahead = {kernel: kernel.signatures[-1] for kernel in (pair_forces, wall_forces)}
+    kernels = (pair_forces, wall_forces, advance_particles, compact_on_schedule)
+    ahead = {kernel: kernel.signatures[-1] for kernel in kernels}
     sim.run(2)  # run_steps, compiled or loaded: its signature is then known
     loop = dict(zip(_parameters(run_steps), run_steps.signatures[-1]))
     for kernel, signature in ahead.items():
         shared = [(name, ty) for name, ty in zip(_parameters(kernel), signature) if name in loop]
-        assert len(shared) >= len(signature) - 4, kernel  # all but the loop's own scratch arrays
+        assert len(shared) >= len(signature) - 4, kernel  # all but the time loop's own scratch arrays
         for name, ty in shared:
             assert ty == loop[name], (kernel.py_func.__name__, name, ty, loop[name])

@@ -6,12 +6,12 @@ compiled with its callees, each a kernel of its own with its own entry in numba'
 the largest is the pair pass (`engine.pair_pass.pair_forces`, with its pass for every law: more
 than half of the engine's compile time), then the wall pass. So the work is shared out:
 
-- a second process, started with the demo, compiles the pair pass by calling it on a small set-up
-  packing (`compile_pair_pass`);
+- a second process, started with the demo, compiles the neighbour list and the pair pass by calling
+  them on a small set-up packing (`compile_pair_pass`);
 - the demo's own process runs the contact-law part (its own kernels), then compiles the random gas
-  placement, the neighbour list and the wall pass the same way (`compile_setup_and_walls`), waits
-  for the second process, and starts the biaxial part, which finds those kernels in the cache and
-  compiles only the time loop around them and its small callees.
+  placement, the wall pass, the particle pass and the store's compaction the same way
+  (`compile_setup_and_walls`), waits for the second process, and starts the biaxial part, which
+  finds those kernels in the cache and compiles only the time loop around them and its small callees.
 
 numba's on-disk cache is what hands the kernels over: a kernel is written there when compiled (by
 an atomic rename, so processes may write at once) and looked up there by its argument types before
@@ -20,6 +20,7 @@ the types of the demo's (the same set-up calls), so the lookups find what was co
 lookup misses is compiled where it is needed, so a failure here costs only time.
 """
 
+import math
 import os
 import subprocess
 import sys
@@ -91,9 +92,10 @@ def stop(proc):
     proc.log.close()
 
 
-def small_packing(n=SPHERES, seed=0):
-    """A loose periodic gas of n spheres set up as the demo's preparation sets its packing up (random gas
-    placement, the same material and law, `Simulation.setup`), not run."""
+def small_packing(n=SPHERES, seed=0, gas=True):
+    """n spheres in a periodic cube set up as the demo's preparation sets its packing up (the same
+    material and law, `Simulation.setup`), not run: a loose random gas placed as the preparation places
+    it, or (gas=False) a cubic lattice, which compiles nothing to place the spheres."""
     from ..engine.prepare import random_gas
     from ..engine.simulation import Simulation
     from ..particles.size_distribution import Uniform
@@ -101,7 +103,11 @@ def small_packing(n=SPHERES, seed=0):
     rng = np.random.default_rng(seed)
     r = Uniform(RADIUS, SPREAD).sample(n, rng)
     L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.3) ** (1.0 / 3.0)
-    pos = random_gas(n, r, np.full(3, L), rng)
+    if gas:
+        pos = random_gas(n, r, np.full(3, L), rng)
+    else:
+        side = math.ceil(n ** (1.0 / 3.0))
+        pos = (np.argwhere(np.ones((side,) * 3))[:n] + 0.5) * (L / side)
     sim = Simulation(law="mindlin", E=QUARTZ["E"], nu=QUARTZ["nu"], mu=0.1, density=QUARTZ["density"],
                      local_damping=0.7)
     sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
@@ -121,7 +127,7 @@ def compile_pair_pass(sim=None):
     from ..core.layout import ICTL_NPAIRS, PAIR_INDEX
     from ..engine.history import refresh_live
     from ..engine.pair_pass import N_SC, pair_forces
-    sim = small_packing() if sim is None else sim
+    sim = small_packing(gas=False) if sim is None else sim
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
     refresh_live(sim.pfs, sim.pist, sim.ictl[ICTL_NPAIRS], live)
@@ -133,14 +139,21 @@ def compile_pair_pass(sim=None):
 
 
 def compile_setup_and_walls(sim=None):
-    """Compile (or load) the random gas placement and the neighbour list (small_packing) and the wall
-    pass (one call); returns whether the wall pass ran."""
+    """Compile (or load) the random gas placement and the neighbour list (small_packing), the wall pass,
+    the particle pass and the history store's compaction (one call each); returns whether the wall pass
+    ran."""
     from ..boundaries.walls import wall_forces
+    from ..engine.history import compact_on_schedule
+    from ..engine.integration import advance_particles
     sim = small_packing() if sim is None else sim
     st = sim.store
-    return bool(wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, _prm(), sim.mtab,
-                            sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm,
-                            st.pts, st.nxt, st.meta, sim.acc, sim.out))
+    ok = bool(wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, _prm(), sim.mtab,
+                          sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm,
+                          st.pts, st.nxt, st.meta, sim.acc, sim.out))
+    advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass, sim.inertia, sim.cell,
+                      sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
+    compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)
+    return ok
 
 
 if __name__ == "__main__":
