@@ -9,9 +9,9 @@ SITE_OUT ?= results/site
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# two stamps: the demo needs only the runtime dependencies, the tests and docs also the extras
+# two stamps: the demo needs only the runtime dependencies (with the pip the venv comes with, which installs
+# them as they are), the tests and docs also the extras (with an up-to-date pip)
 $(VENV)/.installed-runtime: $(BIN)/python pyproject.toml
 	@echo "installing graindem into $(VENV)/ ..."
 	$(BIN)/python -m pip install --quiet -e .
@@ -19,11 +19,12 @@ $(VENV)/.installed-runtime: $(BIN)/python pyproject.toml
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	@echo "installing graindem and its test, documentation and MPI extras into $(VENV)/ ..."
+	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@ $(VENV)/.installed-runtime
 
 demo: $(VENV)/.installed-runtime
-	@echo "graindem demo: the first run compiles the numba kernels (about five minutes on 2 cores; later runs"
+	@echo "graindem demo: the first run compiles the numba kernels on both cores (about 4½ minutes on 2; later runs"
 	@echo "load them from the cache and take seconds), then runs the contact-law checks and a 512-sphere"
 	@echo "biaxial test; results go to $(DEMO_OUT)/"
 	$(BIN)/graindem demo --out $(DEMO_OUT)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..contact import TANGENTIAL_LAWS, ContactBatch, SingleContact, closed_forms
 from ..contact import state as S
+from ..contact.laws import contact_step
 from ..io.plots import color_for, new_figure, save_figure
 
 # A millimetre glass-like sphere pair: the material every part of the demonstration uses.
@@ -277,6 +278,21 @@ def md17_sequence(out, announce=print, delta0=1e-6, c=0.8, load_frac=0.95, subdi
     }
 
 
+def step_one_by_one(batch, delta, ds):
+    """`batch.step(delta, ds)` through the single-contact kernel (laws.contact_step), which the loops
+    above have compiled: the batched kernel would be one more compilation of every law (over a minute
+    on a fresh machine) for a hundred contacts. With energy counted (contact_params' default) the
+    batched kernel runs the same contact_step on each contact in turn."""
+    st = batch.store
+    st.ensure_free(batch.n)  # as ContactBatch.step: as many free points as contacts, more when they run out
+    for c in range(batch.n):
+        if st.n_free < 1:
+            st.ensure_free(batch.n - c)
+        contact_step(batch.law, batch.prm, batch.fs, batch.ist, c, delta[c], ds[c, 0], ds[c, 1], st.pts, st.nxt,
+                     st.meta)
+    return batch.normal_force, batch.tangential_force
+
+
 def history_lengths_xi(out, announce=print, n_contacts=100, n_steps=1000, xis=(0.0, 0.1, 0.2), seed=7):
     """Plot (c): jaeger history lengths along DEM-like paths for several xi, and the force error of xi > 0."""
     material = MATERIAL
@@ -291,7 +307,7 @@ def history_lengths_xi(out, announce=print, n_contacts=100, n_steps=1000, xis=(0
         delta, ds = moves.next_step()
         T_exact = None
         for xi in xis:
-            N, T = batches[xi].step(delta, ds)
+            N, T = step_one_by_one(batches[xi], delta, ds)
             lengths = batches[xi].history_lengths()
             mean_len[xi][t] = lengths.mean()
             one_len[xi][t] = lengths[0]

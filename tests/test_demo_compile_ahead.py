@@ -1,0 +1,60 @@
+"""graindem.demo.compile_ahead: the second process that compiles the biaxial part's kernels for `graindem demo`."""
+
+import inspect
+import time
+
+from graindem.demo import compile_ahead
+
+
+def test_failure_of_the_second_process_is_one_line_and_no_error():
+    proc = compile_ahead.spawn(["-c", "print('some output'); raise SystemExit('no kernels today')"])
+    said = []
+    compile_ahead.wait(proc, said.append)
+    assert proc.returncode == 1
+    assert len(said) in (1, 3)  # "waiting ..." and "... done" only if it had not ended yet
+    assert "exit code 1" in said[-1] and "no kernels today" in said[-1] and "compiling here instead" in said[-1]
+
+
+def test_success_says_nothing_once_done():
+    proc = compile_ahead.spawn(["-c", "pass"])
+    proc.wait()
+    said = []
+    compile_ahead.wait(proc, said.append)
+    assert said == [] and proc.log.closed
+
+
+def test_stop_ends_a_running_second_process():
+    proc = compile_ahead.spawn(["-c", "import time; time.sleep(60)"])
+    t0 = time.perf_counter()
+    compile_ahead.stop(proc)
+    assert proc.returncode is not None and time.perf_counter() - t0 < 10
+    compile_ahead.stop(None)  # nothing started (one core, or --skip-biaxial)
+
+
+def _parameters(kernel):
+    return list(inspect.signature(kernel.py_func).parameters)
+
+
+def test_kernels_compiled_ahead_have_the_types_the_time_loop_gives_them():
+    """The pair and wall passes are compiled ahead for the argument types run_steps calls them with
+    (else the demo's own process would compile them again): every argument they take from the time
+    loop's own arguments has the type the loop has for it."""
+    from graindem.boundaries.walls import wall_forces
+    from graindem.engine.history import compact_on_schedule
+    from graindem.engine.integration import advance_particles
+    from graindem.engine.loop import run_steps
+    from graindem.engine.pair_pass import pair_forces
+
+    sim = compile_ahead.small_packing(gas=False)
+    assert compile_ahead.compile_pair_pass(sim)
+    sim = compile_ahead.small_packing()
+    assert compile_ahead.compile_setup_and_walls(sim)
+    kernels = (pair_forces, wall_forces, advance_particles, compact_on_schedule)
+    ahead = {kernel: kernel.signatures[-1] for kernel in kernels}
+    sim.run(2)  # run_steps, compiled or loaded: its signature is then known
+    loop = dict(zip(_parameters(run_steps), run_steps.signatures[-1]))
+    for kernel, signature in ahead.items():
+        shared = [(name, ty) for name, ty in zip(_parameters(kernel), signature) if name in loop]
+        assert len(shared) >= len(signature) - 4, kernel  # all but the time loop's own scratch arrays
+        for name, ty in shared:
+            assert ty == loop[name], (kernel.py_func.__name__, name, ty, loop[name])
