@@ -126,7 +126,7 @@ def compile_pair_pass(sim=None):
     """Compile (or load) the pair pass by one call on a small packing; returns whether it ran."""
     from ..core.layout import ICTL_NPAIRS, PAIR_INDEX
     from ..engine.history import refresh_live
-    from ..engine.pair_pass import N_SC, pair_forces
+    from ..engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, pair_forces
     sim = small_packing(gas=False) if sim is None else sim
     cap = sim.pi.shape[0]
     live = np.empty(cap, dtype=np.uint8)
@@ -135,7 +135,7 @@ def compile_pair_pass(sim=None):
     return bool(pair_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, _prm(), sim.mtab,
                             sim.cell, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.pk, sim.pm,
                             st.pts, st.nxt, st.meta, sim.acc, sim.out, np.empty((cap, N_SC)),
-                            np.empty(cap, dtype=PAIR_INDEX), live))
+                            np.empty(cap, dtype=PAIR_INDEX), live, sim.stress_limbs, ALL_STRESS_COMPONENTS))
 
 
 def compile_setup_and_walls(sim=None):
