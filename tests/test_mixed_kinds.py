@@ -196,7 +196,6 @@ def test_mixed_run_writes_both_kinds_to_vtk(ellipsoid, tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda s: s.set_grain_contact(law="hertz_curvature"), "hertz_curvature"),
     (lambda s: s.control_axis(0, strain_rate=-0.1), "control_axis"),
     (lambda s: s.control_shear("xy", 0.1), "control_shear"),
     (lambda s: setattr(s, "sort_particles", True), "sort_particles"),

@@ -14,9 +14,12 @@ kinds shuffled over the sites, with random orientations, in a box of a floor and
 gravity (`boundary.gravity`, along -z) onto the floor and among each other.
 
 Contacts: sphere pairs Hertz with the tangential law `contact.law`; grain pairs and grain-sphere
-pairs the node-to-level-set law `grains.law` with `grains.stiffness` (default: a contact carrying
-p d^2 penetrates `grains.overlap` d, p the weight of the pile on its base, d twice the grains'
-size; levelset_biaxial.default_stiffness), damping `grains.damping_ratio`; local damping
+pairs by `contact.shape_law` (and materials.hertz_curvature_pairs, area_pairs, each pair's law
+read for the grain's material with the other body's; levelset_biaxial.set_shape_laws): "area", the
+node-to-level-set law `grains.law` with `grains.stiffness` (default: a contact carrying p d^2
+penetrates `grains.overlap` d, p the weight of the pile on its base, d twice the grains' size;
+levelset_biaxial.default_stiffness), or "hertz_curvature", Hertz with the local curvature (a
+sphere's: 1/R) and the tangential law `contact.law`; damping `grains.damping_ratio`; local damping
 `material.damping`, viscous damping of the sphere contacts from `material.restitution`. Energy
 accounting is on, so each row holds the energy balance's error.
 
@@ -60,7 +63,7 @@ def build(config):
     from ..engine.prepare import add_materials, restore_friction
     from ..engine.simulation import Simulation
     from ..particles.size_distribution import from_particles_config
-    from .levelset_biaxial import build_templates, default_stiffness
+    from .levelset_biaxial import build_templates, default_stiffness, set_shape_laws
 
     part, g, mat, sim_cfg, bnd = (config["particles"], config["grains"], config["material"], config["simulation"],
                                   config["boundary"])
@@ -114,8 +117,7 @@ def build(config):
     solid = float(np.sum(4.0 / 3.0 * math.pi * radii ** 3)) + sum(
         float(np.sum(shape_of == k)) * templates[k][2].volume for k in range(n_shapes))
     pressure = max(bnd["gravity"], 1e-3) * mat["density"] * solid / (Lx * Ly)
-    stiffness = g["stiffness"] or default_stiffness(g["law"], pressure, size, g["overlap"])
-    sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
+    set_shape_laws(sim, config, lambda: g["stiffness"] or default_stiffness(g["law"], pressure, size, g["overlap"]))
     quat = random_quaternions(rng, n_g)
     for k in range(n_shapes):
         sel = shape_of == k
