@@ -97,7 +97,12 @@ def test_sphere_on_a_level_set_sphere_matches_the_sphere_engine():
     runs = {"grain": collision(grain, R_big, R_small), "sphere": collision(None, R_big, R_small)}
     hist = {k: [] for k in runs}
     for k, sim in runs.items():
-        sim.run(2500, callback=lambda s, k=k: hist[k].append(force_on_small(s)), every=1)
+        sim.run(3500, callback=lambda s, k=k: hist[k].append(force_on_small(s)), every=1)
+    # a mixed step ends with the grain-sphere forces at the drifted positions, the sphere loop's
+    # step starts with its forces at the positions it drifts from: step k of the first is step
+    # k + 1 of the second
+    hist["grain"] = hist["grain"][:-1]
+    hist["sphere"] = hist["sphere"][1:]
     fn = {k: np.array([h[0] for h in v]) for k, v in hist.items()}
     ft = {k: np.array([h[1] for h in v]) for k, v in hist.items()}
     n_max = np.linalg.norm(fn["sphere"], axis=1).max()
@@ -109,10 +114,10 @@ def test_sphere_on_a_level_set_sphere_matches_the_sphere_engine():
     np.testing.assert_allclose(runs["grain"].vel[0], runs["sphere"].vel[1], rtol=0, atol=0.003 * 0.6)
 
 
-def energy_scene(ellipsoid, dt=2e-4):
+def energy_scene(ellipsoid, dt=1.25e-4):
     """Three ellipsoids and five spheres thrown about in a walled box under gravity, with friction,
     contact dampers and a lid moving down onto them: every kind pair and the walls touch."""
-    sim = Simulation(mu=0.5, density=1.0, E=E, nu=NU, law="jaeger", gravity=(0.0, 0.0, -9.81), restitution=0.5,
+    sim = Simulation(mu=0.5, density=1.0, E=1e6, nu=NU, law="jaeger", gravity=(0.0, 0.0, -9.81), restitution=0.5,
                      energy_accounting=True, dt=dt)
     sim.set_box((-3.2, -2.3, -0.5), (3.2, 2.3, 4.0))
     for point, normal in (((-3.0, 0, 0), (1, 0, 0)), ((3.0, 0, 0), (-1, 0, 0)), ((0, -2.1, 0), (0, 1, 0)),
@@ -134,7 +139,7 @@ def energy_scene(ellipsoid, dt=2e-4):
 def test_energy_balance_of_a_mixed_hertz_run_closes(ellipsoid):
     sim = energy_scene(ellipsoid)
     touched = []
-    sim.run(6000, callback=lambda s: touched.append(int(s.mixed.mctl[MC_NCONTACTS])), every=10)
+    sim.run(12000, callback=lambda s: touched.append(int(s.mixed.mctl[MC_NCONTACTS])), every=10)
     assert sum(touched) > 20, "the spheres must have touched the grains"
     m = sim.measure()
     by_kind = m["contact_energies"]
@@ -151,15 +156,14 @@ def test_energy_balance_of_a_mixed_hertz_run_closes(ellipsoid):
 
 def test_mixed_hertz_run_restarts_bit_for_bit(ellipsoid, tmp_path):
     ref = energy_scene(ellipsoid)
-    ref.run(1500)
-    ref.run(300)
+    ref.run(6000)
+    ref.run(1200)
     sim = energy_scene(ellipsoid)
-    sim.run(1500)
-    assert int(sim.mixed.hertz.hctl[0]) > 0 and np.any(sim.mixed.hertz.ist[:, 1] > 0) or \
-        sim.measure()["n_sphere_grain_contacts"] > 0, "the checkpoint must hold grain-sphere rows in use"
+    sim.run(6000)
+    assert sim.measure()["n_sphere_grain_contacts"] > 0, "the checkpoint must hold grain-sphere rows in use"
     checkpoint.save(sim, tmp_path / "mixed.h5")
     back, _ = checkpoint.load(tmp_path / "mixed.h5", for_restart=True)
-    back.run(300)
+    back.run(1200)
     a, _ = ref.state_dict()
     b, meta = back.state_dict()
     assert meta["bodies"] == "mixed" and set(a) == set(b) and "sg_hertz_fs" in a
