@@ -523,6 +523,11 @@ class Simulation(DeformableGrains, MixedBodies):
         the checkpoint (laws: the law of each material pair, _shape_law_table)."""
         m = self.materials.shape[0]
         mtab = np.array([self.pair_record(a, b) for a in range(m) for b in range(m)])
+        # the law scales the record's forces by sqrt(R): it needs R* = 1 in both the normal
+        # coefficient and the tangential stiffness, where pair_record's one-material record is that
+        # of two unit spheres (R* = 1/2) and its mixed record has P_CN at R* = 1, P_RSTAR at 1/2
+        mtab[:, S.P_RSTAR] = 1.0
+        mtab[:, S.P_CN] = 4.0 / 3.0 * mtab[:, S.P_ESTAR]
         return HertzRows(grains, mtab, self._wall_materials, self.materials, self.energy_accounting, laws)
 
     def _setup_grains(self):
