@@ -4,7 +4,7 @@ engine.mixed_hertz_loop).
 References: (1) Hertz's elliptical contact (Johnson, Contact Mechanics §4.2, with the elliptic
 integrals, contact.shape_references.hertz_elliptic): a sphere particle pressed on the tip of a fixed
 ellipsoid grain (exact signed distance) at a known overlap, relative curvatures the ellipsoid's tip
-curvatures plus 1/R in both directions, B/A = 3.4; (2) the sphere engine's own sphere-sphere
+curvatures plus 1/R in both directions, B/A = 2; (2) the sphere engine's own sphere-sphere
 contact: an oblique collision with spins of a sphere particle on a level-set sphere grain (h = R/12)
 against the same collision of two sphere particles, normal and tangential force along the history
 (Jäger's law); (3) the energy balance: the work of gravity equals the change of
