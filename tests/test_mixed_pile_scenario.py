@@ -59,7 +59,7 @@ def test_a_mixture_pile_with_the_hertz_curvature_law(tmp_path):
     """contact.shape_law = "hertz_curvature": grain pairs and grain-sphere pairs are Hertz rows."""
     text = EXAMPLE.read_text().replace("n = 60 ", "n = 12 ").replace("n = 16 ", "n = 4 ")
     scenario = tmp_path / "hertz.toml"
-    scenario.write_text(text.replace("steps = 20000", "steps = 3000").replace("vtk = true", "vtk = false")
+    scenario.write_text(text.replace("steps = 20000", "steps = 8000").replace("vtk = true", "vtk = false")
                         + '\n[contact]\nshape_law = "hertz_curvature"\nlaw = "jaeger"\n')
     assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "--quiet"]) == 0
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
