@@ -167,10 +167,11 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
                    max_iter, geom, x0, qA, qB):
     """Geometry, frame turn and shift of row c, the contact of grain A and body B (a grain or a
     plane) (far: the bounding spheres are apart, no geometry); the record of the geometry is left in
-    `geom`. body_a = (spline coef, coef origin, h, pos, rot, nodes), body_b = (kind, the same).
+    `geom`. body_a = (spline coef, coef origin, h, pos, rot, nodes), body_b = (kind, the same, radius:
+    a sphere's, read by shape_geometry only for a BODY_SPHERE).
     Returns (the row needs the law's step, touching, delta, dsx, dsy, sqrt(R), v_n)."""
     cA, oA, hA, posA, rotA, nodesA = body_a
-    kindB, cB, oB, hB, posB, rotB, nodesB = body_b
+    kindB, cB, oB, hB, posB, rotB, nodesB, radB = body_b
     tol = 1e-6 * hA
     if far:
         row[c, H_WARM] = 0.0
@@ -180,7 +181,7 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
         if warm:
             for d in range(3):
                 x0[d] = posA[d] + row[c, H_X + d]
-            SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA, max_iter,
+            SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, radB, x0, tol, hA, max_iter,
                                 geom)
         if not warm or geom[SG.G_FLAG] != SG.GEOM_NEWTON:
             plane = kindB != SG.BODY_LEVELSET
@@ -193,13 +194,13 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
             if apart_since_search(row, c, e0, e1, e2, qA, qB, math.sqrt(reachA2), math.sqrt(reachB2), plane, reach):
                 SG.no_geometry(geom)
             else:
-                best = SG.deepest_node(nodesA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, np.inf, x0, reachB2)
+                best = SG.deepest_node(nodesA, posA, rotA, kindB, cB, oB, hB, posB, rotB, radB, np.inf, x0, reachB2)
                 if not plane:
                     best = SG.deepest_node(nodesB, posB, rotB, SG.BODY_LEVELSET, cA, oA, hA, posA, rotA, 0.0, best,
                                            x0, reachA2)
                 if best <= reach:
                     row[c, H_GAP] = 0.0
-                    SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, 0.0, x0, tol, hA,
+                    SG.contact_geometry(cA, oA, hA, posA, rotA, kindB, cB, oB, hB, posB, rotB, radB, x0, tol, hA,
                                         max_iter, geom)
                 else:
                     gap = best
@@ -255,6 +256,70 @@ def row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, reachA2, reachB2, v
         s = math.sqrt(R)
         row[c, H_R] = R
     return True, touching, delta, dsx, dsy, s, vn
+
+
+@njit(inline="always")
+def row_law(law_step, law, count, prm, fs, ist, cq, row, c, touching, delta, dsx, dsy, s, vn, zeta, m_eff, dt, geom,
+            hacc, energy, pts, nxt, meta):
+    """The law's step of row c at R* = 1 (`law_step`, the material pair's record prm) with its
+    forces, work and dissipation times s = sqrt(R) (an opening row's: its last step's), the Hertz
+    normal energy and the sliding count into `energy`, the normal damping (ratio zeta on the
+    reduced mass m_eff) into hacc. Returns (touching, fx, fy, fz): the force on body B (the
+    normal of `geom` points from A to B)."""
+    d0 = fs[c, S.F_DISS]
+    w0 = fs[c, S.F_WORK]
+    law_step(law, count, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
+    row[c, H_DISS] += s * (fs[c, S.F_DISS] - d0)
+    row[c, H_WORK] += s * (fs[c, S.F_WORK] - w0)
+    if not touching:
+        row[c, H_SCALE] = 0.0
+        return False, 0.0, 0.0, 0.0
+    row[c, H_SCALE] = s
+    energy[E_NORMAL] += 0.4 * s * fs[c, S.F_N] * delta
+    ft2 = fs[c, S.F_TX] ** 2 + fs[c, S.F_TY] ** 2
+    if ft2 >= (prm[S.P_MU] * fs[c, S.F_N] * (1.0 - 1e-9)) ** 2 and fs[c, S.F_N] > 0.0:
+        energy[E_SLIDING] += 1.0
+    fn = s * fs[c, S.F_N]
+    if zeta > 0.0:
+        fd = -2.0 * zeta * math.sqrt(m_eff * 1.5 * fn / delta) * vn
+        fn += fd
+        hacc[A_VISC] -= fd * vn * dt
+    tx, ty, tz = from_frame(cq, c, fs[c, S.F_TX], fs[c, S.F_TY], 0.0)
+    nx = geom[SG.G_N]
+    ny = geom[SG.G_N + 1]
+    nz = geom[SG.G_N + 2]
+    return True, fn * nx - s * tx, fn * ny - s * ty, fn * nz - s * tz
+
+
+@njit(inline="always")
+def push(force, torque, b, fx, fy, fz, geom, arm):
+    """Add the force (fx, fy, fz) at the contact point to body b, with its moment about b's centre
+    (lever arm geom[arm:arm + 3], SG.G_RA or SG.G_RB)."""
+    force[b, 0] += fx
+    force[b, 1] += fy
+    force[b, 2] += fz
+    ax = geom[arm]
+    ay = geom[arm + 1]
+    az = geom[arm + 2]
+    torque[b, 0] += ay * fz - az * fy
+    torque[b, 1] += az * fx - ax * fz
+    torque[b, 2] += ax * fy - ay * fx
+
+
+@njit(inline="always")
+def record_point(cp_x, cp_f, cp_ij, n_cp, geom, i, j, fx, fy, fz):
+    """Record contact point n_cp (while the arrays last) of grain i and partner j with the force
+    (fx, fy, fz) on the partner; returns n_cp + 1."""
+    if n_cp < cp_x.shape[0]:
+        for d in range(3):
+            cp_x[n_cp, d] = geom[SG.G_X + d]
+        # the force on the row's grain i, as the area law reports the force on a node's grain
+        cp_f[n_cp, 0] = -fx
+        cp_f[n_cp, 1] = -fy
+        cp_f[n_cp, 2] = -fz
+        cp_ij[n_cp, 0] = i
+        cp_ij[n_cp, 1] = j
+    return n_cp + 1
 
 
 @njit(inline="always")
@@ -397,7 +462,7 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
         body_a = (template_coef(t_coef, t_coef_off, t_coef_shape, ti), t_coef_origin[ti], t_h[ti], pos[i], rot[i],
                   t_nodes[t_node_off[ti]:t_node_off[ti + 1]])
         body_b = (kindB, template_coef(t_coef, t_coef_off, t_coef_shape, tj), t_coef_origin[tj], t_h[tj], posB, rotB,
-                  nodesB)
+                  nodesB, 0.0)
         go, touching, delta, dsx, dsy, s, vn = row_kinematics(fs, ist, cq, row, c, far, body_a, body_b, radius[i] ** 2,
                                                               reachB2, vel[i], omega[i], vB, wB, dt, rule,
                                                               curvature_limit * r_ref, max_iter, geom, x0, quat[i],
@@ -408,72 +473,25 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
             gctl[GC_BAD_I] = i
             gctl[GC_BAD_J] = j
             return -1
-        # the law at R* = 1; its forces, work and dissipation times sqrt(R) (an opening row's: its last step's)
-        d0 = fs[c, S.F_DISS]
-        w0 = fs[c, S.F_WORK]
-        law_step(law, count, prm, fs, ist, c, delta, dsx, dsy, pts, nxt, meta)
-        row[c, H_DISS] += s * (fs[c, S.F_DISS] - d0)
-        row[c, H_WORK] += s * (fs[c, S.F_WORK] - w0)
-        if not touching:
-            row[c, H_SCALE] = 0.0
+        touched, fx, fy, fz = row_law(law_step, law, count, prm, fs, ist, cq, row, c, touching, delta, dsx, dsy, s, vn,
+                                      zeta, m_eff, dt, geom, hacc, energy, pts, nxt, meta)
+        if not touched:
             continue
-        row[c, H_SCALE] = s
         n_touch += 1
-        energy[E_NORMAL] += 0.4 * s * fs[c, S.F_N] * delta
-        ft2 = fs[c, S.F_TX] ** 2 + fs[c, S.F_TY] ** 2
-        if ft2 >= (prm[S.P_MU] * fs[c, S.F_N] * (1.0 - 1e-9)) ** 2 and fs[c, S.F_N] > 0.0:
-            energy[E_SLIDING] += 1.0
-        fn = s * fs[c, S.F_N]
-        if zeta > 0.0:
-            fd = -2.0 * zeta * math.sqrt(m_eff * 1.5 * fn / delta) * vn
-            fn += fd
-            hacc[A_VISC] -= fd * vn * dt
-        tx, ty, tz = from_frame(cq, c, fs[c, S.F_TX], fs[c, S.F_TY], 0.0)
-        nx = geom[SG.G_N]
-        ny = geom[SG.G_N + 1]
-        nz = geom[SG.G_N + 2]
-        fx = fn * nx - s * tx
-        fy = fn * ny - s * ty
-        fz = fn * nz - s * tz
         # (fx, fy, fz) is the force on B: grain j, or the wall
-        force[i, 0] -= fx
-        force[i, 1] -= fy
-        force[i, 2] -= fz
-        ax = geom[SG.G_RA]
-        ay = geom[SG.G_RA + 1]
-        az = geom[SG.G_RA + 2]
-        torque[i, 0] -= ay * fz - az * fy
-        torque[i, 1] -= az * fx - ax * fz
-        torque[i, 2] -= ax * fy - ay * fx
+        push(force, torque, i, -fx, -fy, -fz, geom, SG.G_RA)
         if j >= 0:
-            force[j, 0] += fx
-            force[j, 1] += fy
-            force[j, 2] += fz
-            bx = geom[SG.G_RB]
-            by = geom[SG.G_RB + 1]
-            bz = geom[SG.G_RB + 2]
-            torque[j, 0] += by * fz - bz * fy
-            torque[j, 1] += bz * fx - bx * fz
-            torque[j, 2] += bx * fy - by * fx
+            push(force, torque, j, fx, fy, fz, geom, SG.G_RB)
             # Love-Weber: the force on i (-f) times the branch from j's image to i (-e)
             l0, l1, l2 = ex, ey, ez
         else:
             # the force on the wall times the vector from i's centre to the contact point
-            l0, l1, l2 = ax, ay, az
+            l0, l1, l2 = geom[SG.G_RA], geom[SG.G_RA + 1], geom[SG.G_RA + 2]
             acc[ACC_WALL + 3 * w] += fx
             acc[ACC_WALL + 3 * w + 1] += fy
             acc[ACC_WALL + 3 * w + 2] += fz
         add_stress(acc, fx, fy, fz, l0, l1, l2)
-        if n_cp < cp_x.shape[0]:
-            for d in range(3):
-                cp_x[n_cp, d] = geom[SG.G_X + d]
-            # the force on the row's grain i, as the area law reports the force on a node's grain
-            cp_f[n_cp, 0] = -fx
-            cp_f[n_cp, 1] = -fy
-            cp_f[n_cp, 2] = -fz
-            cp_ij[n_cp, 0] = i
-            cp_ij[n_cp, 1] = j
-        n_cp += 1
+        n_cp = record_point(cp_x, cp_f, cp_ij, n_cp, geom, i, j, fx, fy, fz)
     gctl[GC_NCONTACTS] = n_touch
     return n_cp
 
@@ -485,18 +503,25 @@ def rebuild_rows(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, hctl
     positions; False (nothing changed but the wrapped centres) if `pairs` must grow."""
     if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
         return False
+    carry_rows(pairs, gctl[GC_NPAIRS], pos.shape[0], hctl, hkey, pfs, pist, pcq, prow, hacc, pts, nxt, meta)
+    return True
+
+
+@njit
+def carry_rows(pairs, n_new, key_base, hctl, hkey, pfs, pist, pcq, prow, hacc, pts, nxt, meta):
+    """Carry the rows keyed by hkey[:hctl[0]] to the positions of their pairs in the new list
+    pairs[:n_new] (key: pair[0] * key_base + pair[1]); a row whose pair left the list gives its
+    history back to the store and its counters to hacc, a new pair gets a fresh row."""
     n_old = hctl[0]
-    n_new = gctl[GC_NPAIRS]
-    G = pos.shape[0]
     old_keys = np.empty(n_old, dtype=np.int64)
     for c in range(n_old):
-        old_keys[c] = hkey[c, 0] * G + hkey[c, 1]
+        old_keys[c] = hkey[c, 0] * key_base + hkey[c, 1]
     order = np.argsort(old_keys)
     sorted_keys = old_keys[order]
     used = np.zeros(n_old, dtype=np.bool_)
     src = np.full(n_new, -1, dtype=np.int64)
     for k in range(n_new):
-        key = pairs[k, 0] * G + pairs[k, 1]
+        key = pairs[k, 0] * key_base + pairs[k, 1]
         p = np.searchsorted(sorted_keys, key)
         if p < n_old and sorted_keys[p] == key:
             src[k] = order[p]
@@ -529,7 +554,6 @@ def rebuild_rows(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, hctl
         hkey[k, 0] = pairs[k, 0]
         hkey[k, 1] = pairs[k, 1]
     hctl[0] = n_new
-    return True
 
 
 @njit(inline="always")
@@ -722,8 +746,8 @@ class HertzRows:
         n_w = len(self.wmat) * bodies.n
         self.hctl = np.zeros(1, dtype=np.int64)
         self.hkey = np.zeros((cap, 2), dtype=np.int64)
-        self.pfs, self.pist, self.pcq, self.prow = _rows(cap)
-        self.wfs, self.wist, self.wcq, self.wrow = _rows(n_w)
+        self.pfs, self.pist, self.pcq, self.prow = new_rows(cap)
+        self.wfs, self.wist, self.wcq, self.wrow = new_rows(n_w)
         self.hacc = np.zeros(N_HACC)
         n_pairs = self.mtab.shape[0]
         self.laws = np.full(n_pairs, LAW_HERTZ, dtype=np.int64) if laws is None else \
@@ -807,7 +831,7 @@ class HertzRows:
             n = int(self.hctl[0])
             hkey = np.zeros((cap, 2), dtype=np.int64)
             hkey[:n] = self.hkey[:n]
-            rows = _rows(cap)
+            rows = new_rows(cap)
             for new, old in zip(rows, (self.pfs, self.pist, self.pcq, self.prow)):
                 new[:n] = old[:n]
             self.hkey = hkey
@@ -939,7 +963,7 @@ class HertzRows:
         return self
 
 
-def _rows(n):
+def new_rows(n):
     fs = np.zeros((n, S.N_FSTATE))
     ist = np.zeros((n, S.N_ISTATE), dtype=np.int64)
     ist[:, S.I_HEAD] = -1

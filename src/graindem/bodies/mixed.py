@@ -41,8 +41,12 @@ unchanged; grains: bodies.levelset), and this module adds what joins them:
 
 Not offered for a mixed run (Simulation refuses it at setup): renumbering spheres
 (`sort_particles`: the grain-sphere list and histories hold sphere indices), adaptive dt, the
-"hertz_curvature" grain law, deformable grains, spheres smaller than the grains' node spacing (the
-nodes would not resolve them).
+deforming cell with the "hertz_curvature" grain law, deformable grains, spheres smaller than the
+grains' node spacing (the nodes would not resolve them).
+
+With the "hertz_curvature" grain law the grain pairs and the grain-sphere pairs of the material
+pairs that take it are Hertzian rows instead (bodies.levelset_hertz, bodies.mixed_hertz; the step:
+engine.mixed_hertz_loop).
 """
 
 import math

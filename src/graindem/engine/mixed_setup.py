@@ -16,17 +16,19 @@ import numpy as np
 
 from ..boundaries.servo import pending_cell_work
 from ..bodies.levelset import GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, LevelSetBodies
-from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NREBUILDS, MC_PHASE, MC_STATUS,
+from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE, HertzRows
+from ..bodies.mixed import (MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NPAIRS, MC_NREBUILDS, MC_PHASE, MC_STATUS,
                             SphereGrainCoupling, mixed_forces, sphere_grain_time_step)
+from ..bodies.mixed_hertz import SphereGrainHertz, sphere_grain_hertz_time_step
+from ..contact import state as S
+from ..contact.laws import law_id
 from ..contact import rolling as RL
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_SLIDING, node_contact_energies
+from .mixed_hertz_loop import MIXED_HERTZ_KERNELS, MODE_FORCES, MODE_RUN
 from .mixed_loop import (PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
                          STATUS_SG_DIVERGED, STATUS_SG_PAIRS_FULL, run_mixed)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_DT, ICTL_NPAIRS, N_ACC0, OUT_STATUS,
                            STATUS_DIVERGED, STATUS_PAIRS_FULL)
-
-HERTZ_CURVATURE = "hertz_curvature"
-
 
 class MixedBodies:
     """The mixed run's methods of `Simulation` (module docstring)."""
@@ -37,9 +39,6 @@ class MixedBodies:
         c = self.grain_contact
         if c is None:
             raise ValueError("level-set grains need their contact: call set_grain_contact first")
-        if c["law"] == HERTZ_CURVATURE:
-            raise ValueError(f"set_grain_contact(law='hertz_curvature') is not supported {what} (it has no "
-                             "grain-sphere contact); use law 'area' or 'node'")
         if self.sort_particles:
             raise ValueError(f"sort_particles=True is not supported {what} (the grain-sphere contacts hold the "
                              "spheres' indices)")
@@ -53,6 +52,13 @@ class MixedBodies:
             raise ValueError("no domain: call set_box first")
         grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
                                 self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
+        self.grain_contact, laws = self._grain_run_contact()
+        if laws is not None and (np.any(self.mode != 0) or np.any(self.rate != 0.0) or np.any(self.shear != 0.0)):
+            raise ValueError("control_axis and control_shear (a deforming periodic cell) are not supported in a run "
+                             "with spheres whose grains touch by the 'hertz_curvature' law; use the grain law 'area' "
+                             "or 'node' there, or a fixed box")
+        if laws is not None:
+            grains.hertz = self._hertz_rows(grains, laws)
         # the grains' nodes resolve a sphere only if it spans a node spacing (sqrt of the mean node area)
         spacing = max(math.sqrt(float(grains.t_areas[a:b].mean()))
                       for a, b in zip(grains.t_node_off[:-1], grains.t_node_off[1:]))
@@ -64,8 +70,13 @@ class MixedBodies:
         self._setup_spheres(rmax_cell=float(grains.radius.max()))
         self.grains = grains
         self.mixed = SphereGrainCoupling(grains.n, self.n, self.walls, N_ACC0 + 3 * self.walls.shape[0])
+        self.mixed.hertz = None if grains.hertz is None else SphereGrainHertz(len(self.mixed.pairs))
         self.mixed.ensure_grain_pairs(grains, self.cell, self.periodic, self.skin)
+        if grains.hertz is not None:  # the same list again, with the law's rows carried to it
+            grains.hertz.ensure_pairs(grains, self.cell, self.periodic, self.skin)
         self.mixed.ensure_pairs(grains, self.pos, self.radius, self.cell, self.periodic, self.skin)
+        if self.mixed.hertz is not None:
+            self.mixed.hertz.carry(self.mixed.pairs, int(self.mixed.mctl[MC_NPAIRS]), grains.n + self.n)
         self.dt_crit = self._mixed_critical_time_step()
         dt = self._time_step()
         self.ctl[CTL_DT] = dt
@@ -84,8 +95,15 @@ class MixedBodies:
     def _mixed_critical_time_step(self):
         """The smallest of the spheres' (Hertz), the grains' node contacts' and the grain-sphere
         contacts' (bodies.mixed.sphere_grain_time_step) critical steps."""
-        return min(self._sphere_critical_time_step(), self._grain_critical_time_step(),
-                   sphere_grain_time_step(self.grains, self.grain_contact, self.radius, self.mass, self.inertia))
+        g, c = self.grains, self.grain_contact
+        if g.hertz is None:
+            return min(self._sphere_critical_time_step(), self._grain_critical_time_step(),
+                       sphere_grain_time_step(g, c, self.radius, self.mass, self.inertia))
+        dt = sphere_grain_hertz_time_step(g, c, g.hertz.mtab, self.materials, self.radius, self.mass, self.inertia,
+                                          self.pmat[:self.n], self.reference_overlap)
+        if c.get("node") is not None:
+            dt = min(dt, sphere_grain_time_step(g, c["node"], self.radius, self.mass, self.inertia))
+        return min(self._sphere_critical_time_step(), self._grain_critical_time_step(), dt)
 
     def _grain_args(self):
         g = self.grains
@@ -94,6 +112,8 @@ class MixedBodies:
 
     def _mixed_forces(self, step):
         g, m = self.grains, self.mixed
+        if g.hertz is not None:
+            return bool(self._run_mixed_hertz(MODE_FORCES, 0, PHASE_START))
         tpl, gb, gc, gh, gs = self._grain_args()
         return mixed_forces(step, self.dt, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs, self.gravity, self.cell,
                             self.periodic, m.grain_walls, g.wall_mat, m.grain_acc, g.gctl, self.pos, self.vel,
@@ -117,11 +137,14 @@ class MixedBodies:
         phase = PHASE_START
         while done < n:
             self.store.ensure_free(int(self.ictl[ICTL_NPAIRS]) + self.n * nw + 1024)
-            tpl, gb, gc, gh, gs = self._grain_args()
-            done += run_mixed(n - done, phase, self.dt, self.skin, self.diverge_overlap, tpl, gb, gc, gh, gs, g.pairs,
-                              g.pos_build, m.grain_record, self.gravity, self.cell, self.periodic, self.ctl,
-                              m.grain_walls, g.wall_mat, m.grain_acc, g.gctl, self._sphere_args(), self.pmat[:self.n],
-                              m.pairs, m.g_build, m.s_build, m.sg_record, m.energy, m.mctl)
+            if g.hertz is not None:
+                done += self._run_mixed_hertz(MODE_RUN, n - done, phase)
+            else:
+                tpl, gb, gc, gh, gs = self._grain_args()
+                done += run_mixed(n - done, phase, self.dt, self.skin, self.diverge_overlap, tpl, gb, gc, gh, gs,
+                                  g.pairs, g.pos_build, m.grain_record, self.gravity, self.cell, self.periodic, self.ctl,
+                                  m.grain_walls, g.wall_mat, m.grain_acc, g.gctl, self._sphere_args(),
+                                  self.pmat[:self.n], m.pairs, m.g_build, m.s_build, m.sg_record, m.energy, m.mctl)
             status = int(m.mctl[MC_STATUS])
             phase = int(m.mctl[MC_PHASE]) if status != STATUS_DONE else PHASE_START
             if status == STATUS_GRAIN_PAIRS_FULL:
@@ -141,6 +164,20 @@ class MixedBodies:
                     self._rebuild()
                 # store low: the next call starts with a larger store
         return n
+
+    def _run_mixed_hertz(self, mode, n, phase):
+        """One call of the "hertz_curvature" mixed kernel (engine.mixed_hertz_loop) of the run's
+        tangential law, after growing the rows and stores to the pair lists and a step's need."""
+        g, m = self.grains, self.mixed
+        g.hertz._grow(g)
+        m.hertz.grow(len(m.pairs))
+        run = MIXED_HERTZ_KERNELS[law_id(self.grain_contact["tangential"])]
+        groups = g.hertz.groups(g, self.grain_contact, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,
+                                m.grain_walls, m.grain_acc)
+        count = bool(g.hertz.mtab[0, S.P_ENERGY])
+        return run(count, mode, n, phase, self.dt, self.skin, self.diverge_overlap, *groups, self._sphere_args(),
+                   m.grain_record, m.pairs, m.g_build, m.s_build, m.sg_record, m.hertz.rows(), m.hertz.hkey,
+                   m.hertz.hctl, m.energy, m.hertz.node_pairs, m.mctl)
 
     def _run_mixed(self, steps, callback, every, phase, stops, on_diverge):
         self._run_in_chunks(steps, callback, every, phase, stops, lambda chunk: self._mixed_advance(chunk, on_diverge))
@@ -229,8 +266,10 @@ class MixedBodies:
         s = self._sphere_measure() if s is None else s
         spheres = {k: s[k] for k in ("elastic_normal_energy", "tangential_energy", "frictional_dissipation",
                                      "tangential_work", "viscous_dissipation")}
-        return {"sphere": spheres, "grain": node_contact_energies(self.grains.energy),
-                "grain-sphere": node_contact_energies(self.mixed.energy)}
+        g, m = self.grains, self.mixed
+        sg = (node_contact_energies(m.energy) if m.hertz is None else
+              m.hertz.energies(g, self.pmat[:self.n], self.grain_contact, g.hertz.mtab, m.energy))
+        return {"sphere": spheres, "grain": self._grain_contact_energies(), "grain-sphere": sg}
 
     def _mixed_gravity_work(self):
         """Gravity's work on the grains and on the spheres since the start."""
@@ -278,6 +317,8 @@ class MixedBodies:
         d, meta = self._sphere_state_dict()
         d.update(self.grains.state_arrays())
         d.update(self.mixed.state_arrays())
+        if self.mixed.hertz is not None:
+            d.update(self.mixed.hertz.state_arrays())
         meta["bodies"] = "mixed"
         meta["grain_contact"] = dict(self.grain_contact)
         meta["energy_start"] = self.energy_start
@@ -289,5 +330,9 @@ class MixedBodies:
         self.grains = LevelSetBodies.from_state(arrays)
         self.grain_contact = dict(meta["grain_contact"])
         self.mixed = SphereGrainCoupling.from_state(arrays, self.cell)
+        self.mixed.hertz = None
+        if self.grain_contact.get("law") == HERTZ_CURVATURE:
+            self.grains.hertz = HertzRows.from_state(self.grains, arrays, self.materials)
+            self.mixed.hertz = SphereGrainHertz.from_state(arrays, self.grains.n, self.n)
         self.energy_start = float(meta.get("energy_start", math.nan))
         return self

@@ -487,8 +487,10 @@ class Simulation(DeformableGrains, MixedBodies):
         tab = np.full((m, m), code[default], dtype=np.int64)
         for (a, b), law in self._pair_shape_law.items():
             tab[a, b] = tab[b, a] = code[law]
+        # the materials that can touch a grain: grains', walls' and, in a mixed run, the spheres'
         used = np.unique(np.concatenate([[b["material"] for b in self._grain_batches],
-                                         np.asarray(self._wall_materials, dtype=np.int64).reshape(-1)]))
+                                         np.asarray(self._wall_materials, dtype=np.int64).reshape(-1),
+                                         *self._materials_of]))
         sub = tab[np.ix_(used, used)]
         return tab.reshape(-1), bool(np.any(sub == LAW_HERTZ)), bool(np.any(sub == LAW_NODE))
 
@@ -520,6 +522,18 @@ class Simulation(DeformableGrains, MixedBodies):
         m = self.materials.shape[0]
         return np.array([[self.pair_record(a, b)[S.P_MU] for b in range(m)] for a in range(m)])
 
+    def _hertz_rows(self, grains, laws):
+        """The "hertz_curvature" law's rows and material-pair records (R* = 1) of `grains`, kept in
+        the checkpoint (laws: the law of each material pair, _shape_law_table)."""
+        m = self.materials.shape[0]
+        mtab = np.array([self.pair_record(a, b) for a in range(m) for b in range(m)])
+        # the law scales the record's forces by sqrt(R): it needs R* = 1 in both the normal
+        # coefficient and the tangential stiffness, where pair_record's one-material record is that
+        # of two unit spheres (R* = 1/2) and its mixed record has P_CN at R* = 1, P_RSTAR at 1/2
+        mtab[:, S.P_RSTAR] = 1.0
+        mtab[:, S.P_CN] = 4.0 / 3.0 * mtab[:, S.P_ESTAR]
+        return HertzRows(grains, mtab, self._wall_materials, self.materials, self.energy_accounting, laws)
+
     def _setup_grains(self):
         """setup() of a run of level-set grains (no spheres)."""
         if self.grain_contact is None:
@@ -530,10 +544,8 @@ class Simulation(DeformableGrains, MixedBodies):
         self.grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
                                      self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
         g = self.grains
-        if laws is not None:  # the law's rows and material-pair records (R* = 1), kept in the checkpoint
-            m = self.materials.shape[0]
-            mtab = np.array([self.pair_record(a, b) for a in range(m) for b in range(m)])
-            g.hertz = HertzRows(g, mtab, self._wall_materials, self.materials, self.energy_accounting, laws)
+        if laws is not None:
+            g.hertz = self._hertz_rows(g, laws)
         rmax = float(g.radius.max())
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         self._new_cell(2.0 * rmax + self.skin)

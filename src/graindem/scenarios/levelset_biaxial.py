@@ -130,25 +130,36 @@ def build_assembly(config, mu_prep):
     quat = random_quaternions(rng, n)
     sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
     mean_radius = float(np.mean(radii))
-    default = contact["shape_law"]
-    if hertz:
-        sim.set_grain_contact(law="hertz_curvature", damping_ratio=g["damping_ratio"],
-                              radius_rule=contact["shape_radius_rule"], curvature_limit=contact["shape_curvature_limit"],
-                              default=default == "hertz_curvature")
-    if "area" in laws:
-        stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], mean_radius, g["overlap"])
-        sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"],
-                              default=default == "area")
-    for law in ("hertz_curvature", "area"):
-        pairs = more.get(f"{law}_pairs") or []
-        for t in range(0, len(pairs), 2):
-            sim.set_pair_shape_law(int(pairs[t]), int(pairs[t + 1]), law)
+    set_shape_laws(sim, config, lambda: g["stiffness"] or default_stiffness(g["law"], load["confining_stress"],
+                                                                         mean_radius, g["overlap"]))
     for t in range(len(templates)):
         for mt in np.unique(material_of):
             sel = (template_of == t) & (material_of == mt)
             if np.any(sel):
                 sim.add_grains(templates[t][2], pos[sel], orientations=quat[sel], material=int(mt))
     return sim, materials
+
+
+def set_shape_laws(sim, config, area_stiffness):
+    """The contact laws of the scenario's level-set grains on `sim` (before its grains are added):
+    contact.shape_law for every material pair, the laws materials.hertz_curvature_pairs and
+    materials.area_pairs give to chosen pairs; "hertz_curvature" with grains.damping_ratio and the
+    shape_* settings, "area" with grains.law and the stiffness area_stiffness() returns."""
+    g, contact = config["grains"], config["contact"]
+    more = config.get("materials") or {}
+    laws = shape_laws_used(config)
+    default = contact["shape_law"]
+    if "hertz_curvature" in laws:
+        sim.set_grain_contact(law="hertz_curvature", damping_ratio=g["damping_ratio"],
+                              radius_rule=contact["shape_radius_rule"], curvature_limit=contact["shape_curvature_limit"],
+                              default=default == "hertz_curvature")
+    if "area" in laws:
+        sim.set_grain_contact(area_stiffness(), law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"],
+                              default=default == "area")
+    for law in ("hertz_curvature", "area"):
+        pairs = more.get(f"{law}_pairs") or []
+        for t in range(0, len(pairs), 2):
+            sim.set_pair_shape_law(int(pairs[t]), int(pairs[t + 1]), law)
 
 
 def packing_key(config):

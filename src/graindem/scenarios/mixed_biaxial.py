@@ -56,8 +56,9 @@ def build_assembly(config, mu_prep):
     materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
     s_material = add_materials(sim, materials, n_s, rng=rng, mu_prep=mu_prep)
     sim.set_box((0.0, 0.0, 0.0), (m * a, m * a, m * a), periodic=(True, True, True))
-    stiffness = g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], size, g["overlap"])
-    add_bodies(sim, config, stiffness, templates, shape_of, pos[n_s:], random_quaternions(rng, n_g), pos[:n_s],
+    def area_stiffness():
+        return g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], size, g["overlap"])
+    add_bodies(sim, config, area_stiffness, templates, shape_of, pos[n_s:], random_quaternions(rng, n_g), pos[:n_s],
                radii, s_material)
     return sim, materials
 

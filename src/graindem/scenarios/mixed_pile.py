@@ -14,9 +14,12 @@ kinds shuffled over the sites, with random orientations, in a box of a floor and
 gravity (`boundary.gravity`, along -z) onto the floor and among each other.
 
 Contacts: sphere pairs Hertz with the tangential law `contact.law`; grain pairs and grain-sphere
-pairs the node-to-level-set law `grains.law` with `grains.stiffness` (default: a contact carrying
-p d^2 penetrates `grains.overlap` d, p the weight of the pile on its base, d twice the grains'
-size; levelset_biaxial.default_stiffness), damping `grains.damping_ratio`; local damping
+pairs by `contact.shape_law` (and materials.hertz_curvature_pairs, area_pairs, each pair's law
+read for the grain's material with the other body's; levelset_biaxial.set_shape_laws): "area", the
+node-to-level-set law `grains.law` with `grains.stiffness` (default: a contact carrying p d^2
+penetrates `grains.overlap` d, p the weight of the pile on its base, d twice the grains' size;
+levelset_biaxial.default_stiffness), or "hertz_curvature", Hertz with the local curvature (a
+sphere's: 1/R) and the tangential law `contact.law`; damping `grains.damping_ratio`; local damping
 `material.damping`, viscous damping of the sphere contacts from `material.restitution`. Energy
 accounting is on, so each row holds the energy balance's error.
 
@@ -76,10 +79,12 @@ def lattice_spacing(radii, templates):
     return 2.0 * LATTICE_GAP * max(float(radii.max()), max(t.bounding_radius for _, _, t in templates))
 
 
-def add_bodies(sim, config, stiffness, templates, shape_of, g_pos, quat, s_pos, radii, s_material):
-    """The grains' contact law (grains.law, its stiffness) and both kinds' bodies."""
+def add_bodies(sim, config, area_stiffness, templates, shape_of, g_pos, quat, s_pos, radii, s_material):
+    """The grains' contact laws (levelset_biaxial.set_shape_laws; area_stiffness() gives the area
+    law's stiffness) and both kinds' bodies."""
+    from .levelset_biaxial import set_shape_laws
     g = config["grains"]
-    sim.set_grain_contact(stiffness, law=g["law"], kt_ratio=g["kt_ratio"], damping_ratio=g["damping_ratio"])
+    set_shape_laws(sim, config, area_stiffness)
     for k in range(len(templates)):
         sel = shape_of == k
         if np.any(sel):
@@ -141,9 +146,8 @@ def build(config):
     solid = float(np.sum(4.0 / 3.0 * math.pi * radii ** 3)) + sum(
         float(np.sum(shape_of == k)) * templates[k][2].volume for k in range(n_shapes))
     pressure = max(bnd["gravity"], 1e-3) * mat["density"] * solid / (Lx * Ly)
-    stiffness = g["stiffness"] or default_stiffness(g["law"], pressure, size, g["overlap"])
-    add_bodies(sim, config, stiffness, templates, shape_of, g_pos, random_quaternions(rng, n_g), s_pos, radii,
-               s_material)
+    add_bodies(sim, config, lambda: g["stiffness"] or default_stiffness(g["law"], pressure, size, g["overlap"]),
+               templates, shape_of, g_pos, random_quaternions(rng, n_g), s_pos, radii, s_material)
     sim.setup()
     return sim
 
