@@ -26,7 +26,7 @@ def run(args):
     t0 = time.perf_counter()
     say = lambda msg: print(msg, flush=True)  # noqa: E731
     say(f"graindem demo: results go to {out.resolve()}/")
-    say("The first run compiles numba kernels on both cores before each part starts (about 4½ minutes on 2 cores);")
+    say("The first run compiles numba kernels on both cores before each part starts (about 4 minutes on 2 cores);")
     say("later runs load them from the cache and take seconds.")
     # the sphere engine's pair pass compiles on the second core while this process runs the contact laws
     # (demo.compile_ahead)
