@@ -13,7 +13,7 @@ import pytest
 from graindem.cli import main
 from graindem.contact import state as S
 from graindem.engine import checkpoint
-from graindem.engine.cli import restart, run_scenario
+from graindem.engine.cli import run_scenario
 from graindem.io.scenario import validate_scenario
 from graindem.io.timeseries import read_timeseries
 

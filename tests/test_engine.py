@@ -98,7 +98,6 @@ def test_sphere_resting_on_a_wall_carries_its_weight_with_the_hertz_overlap():
 
 
 def _brute_pairs(pos, r, L, periodic, cut_extra):
-    n = len(r)
     d = pos[None, :, :] - pos[:, None, :]
     for k in range(3):
         if periodic[k]:

@@ -8,9 +8,8 @@ restarted run must repeat the uninterrupted one bit for bit.
 import numpy as np
 import pytest
 
-from graindem.contact import state as S
 from graindem.engine import checkpoint
-from graindem.engine.prepare import prepare_packing, random_gas
+from graindem.engine.prepare import prepare_packing
 from graindem.engine.simulation import Simulation
 
 

@@ -9,7 +9,6 @@ import csv
 import io
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -632,9 +631,9 @@ def test_materials_section_is_validated(tmp_path):
              ({**one, "pair_friction": [0, 1]}, "triples"),
              ({**one, "pair_friction": [0, 2, 0.1]}, r"material indices in \[0, 1\]"),
              ({**one, "E": 5e9}, "materials.E must be a list of numbers")]
-    for given, message in cases:
+    for materials, message in cases:
         with pytest.raises(ValueError, match=message):
-            scenario.validate_scenario({"materials": given})
+            scenario.validate_scenario({"materials": materials})
     with pytest.raises(ValueError, match="fifth CSV column"):
         scenario.validate_scenario({"materials": {**one, "fraction": [0.5]}, "particles": {"file": "p.csv"}})
 

@@ -9,7 +9,6 @@ are made (mode normalization, which force the Appendix B table is, contact stiff
 
 import numpy as np
 
-from graindem.deform.dynamics import damping_matrix
 from graindem.deform.response import APPENDIX_B_EPS, APPENDIX_B_FORCE, LinearResponse, TabulatedForce
 from graindem.deform.scenes import BEAM_HALF, SPHERE_RADIUS, bending_beam, compaction_sphere
 

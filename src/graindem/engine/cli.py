@@ -189,7 +189,6 @@ def _announce(quiet):
 
 def run_scenario(config, out, steps=None, quiet=False):
     """Run a validated scenario config (io.scenario) into folder `out`; returns the summary dict."""
-    from ..io.timeseries import read_timeseries
     from ..particles.size_distribution import from_particles_config
     from ..scenarios import biaxial as B
     sim_cfg = config["simulation"]
@@ -424,7 +423,6 @@ def _finish(sim, test, out, rate, t0, announce, config):
 def restart(checkpoint_path, out, steps=None, quiet=False):
     """Continue the biaxial run saved in `checkpoint_path` for `steps` more steps (default: to its end)."""
     from ..engine import checkpoint
-    from ..scenarios import biaxial as B
     announce = _announce(quiet)
     t0 = time.perf_counter()
     size = Path(checkpoint_path).stat().st_size if Path(checkpoint_path).exists() else 0

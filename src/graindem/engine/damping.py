@@ -13,7 +13,6 @@ accurately (scipy) and inverting with a root finder, once per requested e.
 import functools
 import math
 
-import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 

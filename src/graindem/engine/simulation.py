@@ -24,7 +24,7 @@ from ..boundaries.servo import pending_cell_work
 from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
-from ..contact.laws import law_id, TANGENTIAL_LAWS
+from ..contact.laws import law_id
 from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, MOTIONS,
                                LevelSetBodies, node_contact_time_step)
 from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_SLIDING, LAWS as LEVELSET_LAWS,
