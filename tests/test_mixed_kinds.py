@@ -23,6 +23,7 @@ from scipy.integrate import quad
 
 from graindem.bodies.mixed import MC_NCONTACTS
 from graindem.engine import Simulation, checkpoint
+from graindem.io.checkpoint_check import validate_mixed_state
 from graindem.particles import LevelSetGrain
 
 
@@ -170,10 +171,22 @@ def test_mixed_run_restarts_bit_for_bit_from_a_checkpoint(ellipsoid, tmp_path):
     ref.run(300)
     sim = settling_bed(ellipsoid)
     sim.run(1000)
-    assert sim.measure()["n_sphere_grain_contacts"] > 0, "the checkpoint must hold node histories in use"
+    saved = sim.measure()
+    assert saved["n_sphere_grain_contacts"] > 0, "the checkpoint must hold node histories in use"
     checkpoint.save(sim, tmp_path / "mixed.h5")
     back, _ = checkpoint.load(tmp_path / "mixed.h5", for_restart=True)
     assert back.kinds == {"sphere": 4, "levelset": 9}
+    loaded = back.measure()  # the contact network of the saved state, before any step
+    for key in ("n_contacts", "n_grain_contacts", "n_sphere_grain_contacts", "n_wall_contacts", "n_contact_nodes",
+                "coordination", "unbalanced_force_ratio"):
+        assert loaded[key] == saved[key], key
+    arrays, meta = sim.state_dict()
+    for name, value in (("grain_cp_ij", 10**6), ("grain_cp_f", np.nan)):
+        damaged = dict(arrays)
+        damaged[name] = arrays[name].copy()
+        damaged[name][0, 0] = value
+        with pytest.raises(ValueError, match=name):
+            validate_mixed_state(damaged, meta)
     back.run(300)
     a, meta_a = ref.state_dict()
     b, meta_b = back.state_dict()
@@ -290,3 +303,27 @@ def test_energy_balance_continues_across_a_restart(ellipsoid, tmp_path):
     checkpoint.save(sim, tmp_path / "e.h5")
     back, _ = checkpoint.load(tmp_path / "e.h5", for_restart=True)
     assert back.measure()["energy_balance_error"] == sim.measure()["energy_balance_error"]
+
+
+def test_spheres_touching_at_start_bring_their_hertz_energy_into_the_balance(ellipsoid):
+    """Two spheres and a sphere on the floor start overlapping at rest, with no friction, damping or
+    gravity: they spring apart with the Hertz energy of the starting overlaps as kinetic energy,
+    2/5 (4/3 E* sqrt(R*)) delta^(5/2) with E* = E / (2 (1 - nu^2)) (one material for spheres and
+    walls), R* = R/2 for the pair and R for the wall. The balance started before the first step must
+    count that energy: without it the error is the whole of it."""
+    E, nu, R, delta = 1e5, 0.3, 0.5, 0.02
+    sim = Simulation(mu=0.0, density=1.0, E=E, nu=nu, energy_accounting=True, dt_fraction=0.05)
+    sim.set_box((-6, -6, -1), (6, 6, 11))
+    sim.add_wall((0, 0, 0), (0, 0, 1))
+    sim.set_grain_contact(1e3, law="area")
+    sim.add_grains(ellipsoid, [(-4.0, -4.0, 5.0)])
+    sim.add_particles([(0.0, 0.0, 5.0), (2 * R - delta, 0.0, 5.0), (3.0, 3.0, R - delta)], R)
+    sim.setup()
+    estar = E / (2.0 * (1.0 - nu * nu))
+    hertz = [0.4 * 4.0 / 3.0 * estar * math.sqrt(rstar) * delta ** 2.5 for rstar in (R / 2, R)]
+    assert sim.touching_energy_at_start() == pytest.approx(sum(hertz), rel=1e-12)
+    sim.run(2000)
+    m = sim.measure()
+    assert m["n_contacts"] == 0 and m["n_wall_contacts"] == 0  # all apart again
+    assert m["kinetic_energy"] == pytest.approx(sum(hertz), rel=2e-3)
+    assert abs(m["energy_balance_error"]) < 2e-3 * sum(hertz), (m["energy_balance_error"], sum(hertz))

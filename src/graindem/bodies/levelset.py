@@ -814,6 +814,11 @@ class LevelSetBodies:
     # ---------------------------------------------------------------- state
     def state_arrays(self):
         d = {"grain_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        # the contact points of the last force evaluation: measure() and the VTK network of a loaded
+        # state read them before its next step computes them again
+        n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
+        d.update({"grain_cp_x": self.cp_x[:n].copy(), "grain_cp_f": self.cp_f[:n].copy(),
+                  "grain_cp_ij": self.cp_ij[:n].copy()})
         if self.hertz is not None:
             d.update(self.hertz.state_arrays())
         return d
@@ -833,6 +838,10 @@ class LevelSetBodies:
                 a = np.concatenate([a, np.zeros(cls._PADDED[name] - a.size, dtype=a.dtype)])
             setattr(self, name, a)
         self._scratch()
+        if "grain_cp_x" in arrays:
+            n = min(len(arrays["grain_cp_x"]), len(self.cp_x))
+            for name in ("cp_x", "cp_f", "cp_ij"):
+                getattr(self, name)[:n] = arrays["grain_" + name][:n]
         return self
 
 

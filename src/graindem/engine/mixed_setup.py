@@ -84,9 +84,7 @@ class MixedBodies:
         if not self._mixed_forces(int(grains.gctl[GC_STEP])):
             raise ValueError(self._mixed_divergence_text("at start"))
         self.ready = True
-        # the spheres' own contacts have no forces until the first step: spheres that touch at the
-        # start bring energy that this total misses
-        self.energy_start = self._mixed_energy_total()
+        self.energy_start = self._mixed_energy_total() + self.touching_energy_at_start()
         self.message(f"graindem: {self.n} spheres and {grains.n} level-set grains of "
                      f"{len(set(grains.tmpl.tolist()))} template(s), laws {self.law_name} (spheres) and "
                      f"{self.grain_contact['law']} (grains, grain-sphere), dt = {dt:.4g} s, "

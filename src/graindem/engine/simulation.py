@@ -42,7 +42,7 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
                            ICTL_ENERGY, ICTL_LAW, ICTL_MODE, ICTL_N, ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS,
                            ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, N_CTL,
                            N_ICTL, N_OUT, N_PK, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS,
-                           PAIR_INDEX, PAIR_INDEX_MAX, STATUS_DIVERGED, STATUS_PAIRS_FULL)
+                           PAIR_INDEX, PAIR_INDEX_MAX, PK_CN, STATUS_DIVERGED, STATUS_PAIRS_FULL)
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 from .deformable_setup import DeformableGrains
@@ -1070,6 +1070,24 @@ class Simulation(DeformableGrains, MixedBodies):
         d = minimum_image(d, self.cell[CELL_L:CELL_L + 3], self.cell[CELL_TILT:CELL_TILT + 3], self.periodic)
         dist = np.sqrt((d * d).sum(axis=1))
         return i, j, d, dist, self.radius[i] + self.radius[j] - dist
+
+    def touching_energy_at_start(self):
+        """Hertz energy 2/5 c_n delta^(5/2) (J) of the sphere pairs and sphere-wall contacts that overlap
+        in the current positions before their first force pass: their rows hold no force until a step
+        computes one, so measure()'s contact energy counts them only from then on, and an energy
+        balance started before the first step adds this to its start."""
+        m = int(self.ictl[ICTL_NPAIRS])
+        delta = np.maximum(self._pair_geometry()[4], 0.0)
+        energy = 0.4 * float(np.sum(self.pk[:m, PK_CN] * delta * delta * np.sqrt(delta)))
+        nw = self.walls.shape[0]
+        if nw:
+            rows = np.arange(int(self.ictl[ICTL_NWCAND]))
+            i = self.wcand[rows] // nw
+            w = self.wcand[rows] % nw
+            h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
+            delta = np.maximum(self.radius[i] - h, 0.0)
+            energy += 0.4 * float(np.sum(self.wk[rows, PK_CN] * delta * delta * np.sqrt(delta)))
+        return energy
 
     def _check_initial_overlaps(self):
         i, j, d, dist, delta = self._pair_geometry()

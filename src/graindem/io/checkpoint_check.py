@@ -438,5 +438,13 @@ def validate_grain_state(arrays, meta, source="checkpoint", n_spheres=0):
         if np.any(mu < 0):
             _fail(source, "array 'grain_mu_tab'", "friction coefficients >= 0")
         _in_range(source, "grain_wall_mat", _array(arrays, "grain_wall_mat", source, "iu", (n_walls,)), 0, n_mat)
+    if "grain_cp_x" in arrays:  # the contact points of the last force evaluation
+        cp_x = _array(arrays, "grain_cp_x", source, "f", (None, 3))
+        n_cp = cp_x.shape[0]
+        _finite(source, "grain_cp_x", cp_x)
+        _finite(source, "grain_cp_f", _array(arrays, "grain_cp_f", source, "f", (n_cp, 3)))
+        # a point's grain, and its partner: a grain, a sphere (g + its index) or -2 - w for wall w
+        cp_ij = _array(arrays, "grain_cp_ij", source, "iu", (n_cp, 2))
+        _in_range(source, "grain_cp_ij", cp_ij, -1 - n_walls, g + n_spheres)
     if "acc" in arrays:
         _finite(source, "acc", _array(arrays, "acc", source, "f", (K.N_ACC0 + 3 * n_walls,)))
