@@ -222,23 +222,35 @@ def prepare_isotropically(sim, config, materials, what, bodies, announce=None):
 def prepared_grains(config, cache=None, announce=None):
     """The scenario's grains compressed isotropically to the confining stress (module docstring),
     loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared and saved there."""
-    key = packing_key(config)
-    sim = checkpoint.load_if_same(cache, "grain_packing", key)
+    def describe(sim):
+        g = sim.grains
+        return (f"{g.n} level-set grains of {len(np.unique(g.tmpl))} template(s), "
+                f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
+                f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
+
+    return load_or_prepare(config, cache, "grain_packing", packing_key(config), build_assembly, "grains", describe,
+                           announce)
+
+
+def load_or_prepare(config, cache, extra_key, key, build, kind, describe, announce):
+    """The assembly `build(config, mu)` makes, compressed isotropically (prepare_isotropically), loaded
+    from checkpoint `cache` when its extra[`extra_key`] equals `key`, else prepared and saved there.
+    kind: "grains" or "mixture" (the words of the messages); describe(sim): the line announced after
+    setup."""
+    sim = checkpoint.load_if_same(cache, extra_key, key)
     if sim is not None:
         if announce:
-            announce(f"reusing the prepared grains {cache}")
+            announce(f"reusing the prepared {kind} {cache}")
         return sim
-    sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
+    sim, materials = build(config, config["loading"]["preparation_mu"])
     sim.setup()
     if announce:
-        g = sim.grains
-        announce(f"{g.n} level-set grains of {len(np.unique(g.tmpl))} template(s), "
-                 f"{int(np.diff(g.t_node_off).min())}-{int(np.diff(g.t_node_off).max())} nodes each; "
-                 f"dt = {sim.dt:.4g} s, dt_crit = {sim.dt_crit:.4g} s, dt/dt_crit = {sim.dt / sim.dt_crit:.3f}")
-    settled = prepare_isotropically(sim, config, materials, "grains", f"{sim.grains.n} grains", announce)
+        announce(describe(sim))
+    bodies = f"{sim.grains.n} grains" if kind == "grains" else f"{sim.n} spheres and {sim.grains.n} grains"
+    settled = prepare_isotropically(sim, config, materials, kind, bodies, announce)
     if cache is not None:
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
-        checkpoint.save(sim, cache, extra={"grain_packing": key, "settled": settled})
+        checkpoint.save(sim, cache, extra={extra_key: key, "settled": settled})
     return sim
 
 

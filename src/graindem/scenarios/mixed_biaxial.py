@@ -20,12 +20,10 @@ cell on the stress of every contact (sphere pairs, grain pairs, grain-sphere pai
 """
 
 import math
-from pathlib import Path
 
 import numpy as np
 
-from ..engine import checkpoint
-from .levelset_biaxial import default_stiffness, packing_key, prepare_isotropically
+from .levelset_biaxial import default_stiffness, load_or_prepare, packing_key
 from .mixed_pile import add_bodies, draw_bodies, lattice_spacing
 
 EXTRA_KEY = "mixture_packing"
@@ -68,18 +66,7 @@ def prepared_mixture(config, cache=None, announce=None):
     docstring), loaded from `cache` (a checkpoint) when it holds the same assembly, else prepared
     and saved there."""
     key = dict(packing_key(config), contact={k: config["contact"][k] for k in ("law", "xi")})
-    sim = checkpoint.load_if_same(cache, EXTRA_KEY, key)
-    if sim is not None:
-        if announce:
-            announce(f"reusing the prepared mixture {cache}")
-        return sim
-    sim, materials = build_assembly(config, config["loading"]["preparation_mu"])
-    sim.setup()
-    if announce:
-        announce(sim.last_message)
-    settled = prepare_isotropically(sim, config, materials, "mixture", f"{sim.n} spheres and {sim.grains.n} grains",
-                                    announce)
-    if cache is not None:
-        Path(cache).parent.mkdir(parents=True, exist_ok=True)
-        checkpoint.save(sim, cache, extra={EXTRA_KEY: key, "settled": settled})
-    return sim
+    return load_or_prepare(config, cache, EXTRA_KEY, key, build_assembly, "mixture", lambda sim: sim.last_message,
+                           announce)
+
+
