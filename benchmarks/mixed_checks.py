@@ -231,7 +231,7 @@ def run(quick=False):
                 out, series = out
             cases.update(out)
             progress.update(1, last=name)
-    return {"cases": cases, "energy_balance": series, "config": cfg, "quick": quick}
+    return {"cases": cases, "energy_balance": series, "energy_tolerance": TOL_ENERGY, "config": cfg, "quick": quick}
 
 
 def main(argv=None):
