@@ -246,15 +246,21 @@ def main(argv=None):
     result = run(args.quick)
     result["provenance"] = record
     result["wall_time_s"] = time.perf_counter() - t0
+    failed = []
     for name, c in result["cases"].items():
         tol = c["tolerance"]
         flag = "reported" if tol is None else ("ok" if c["error"] <= tol else "FAIL")
+        if flag == "FAIL":
+            failed.append(name)
         print(f"{name:42s} error {c['error']:.3e}  tol {tol if tol is None else format(tol, '.0e')}  {flag}")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2, default=float))
-    return result
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, default=float))
+    print(f"{len(result['cases'])} checks, {len(failed)} above tolerance{': ' + ', '.join(failed) if failed else ''}; "
+          f"{result['wall_time_s']:.0f} s")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
