@@ -240,7 +240,8 @@ def run(quick=False):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
-    p.add_argument("--quick", action="store_true", help="each energy balance at its finest time step alone, the checked overlaps")
+    p.add_argument("--quick", action="store_true",
+                   help="each energy balance at its finest time step alone, the checked overlaps")
     args = p.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from provenance import provenance
