@@ -2,7 +2,8 @@
 (no simulation is run; only json, numpy and matplotlib are imported, so a figure is remade in seconds):
 
     python benchmarks/check_plots.py --shaped-hertz benchmarks/data/shaped_hertz.json \\
-        --impact benchmarks/data/impact_suite_quick.json --lsdem benchmarks/data/lsdem.json --out docs/img
+        --impact benchmarks/data/impact_suite_quick.json --lsdem benchmarks/data/lsdem.json \\
+        --mixed benchmarks/data/mixed_checks.json --out docs/img
 
 - from benchmarks/shaped_hertz.py's JSON: shaped_hertz_checks.png (every case's error against its
   tolerance), shaped_hertz_ellipsoids.png (signed force error against Johnson's elliptical Hertz for the
@@ -11,7 +12,10 @@
 - from benchmarks/impact_suite.py's JSON: impact_co123_spin.png (Chung & Ooi tests 1-3 and the impacts
   driven by spin, every row's error against its tolerance);
 - from benchmarks/lsdem.py's JSON, with shaped_hertz.py's convergence rows: levelset_convergence.png
-  (the level-set sphere's contact force and curvature against the grid spacing).
+  (the level-set sphere's contact force and curvature against the grid spacing);
+- from benchmarks/mixed_checks.py's JSON: mixed_checks.png (runs of spheres and level-set grains:
+  every check's error against its tolerance, the energy balance error against the time step, the
+  sphere pressed into a level-set sphere against the area law's integral).
 """
 
 import argparse
@@ -242,6 +246,64 @@ def plot_levelset_convergence(lsdem, shaped, out_dir):
     return [_save(f, out_dir, "levelset_convergence.png")]
 
 
+# ----------------------------------------------------------------------------- mixed_checks.py
+MIXED_GROUPS = (("conservation", "free_collision_"), ("area law integral", "pressed_sphere_"),
+                ("statics", "settled_spheres_"), ("Johnson (tip)", "ellipsoid_tip_hertz_"),
+                ("sphere engine", "grain_vs_sphere_collision_"), ("sheared cell", "sheared_cell_"),
+                ("energy balance", "energy_balance_"))
+
+
+def plot_mixed_checks(data, out_dir):
+    """mixed_checks.png from benchmarks/mixed_checks.py's JSON; returns its path."""
+    _require(data, ["cases", "energy_balance"], "mixed_checks")
+    cases = data["cases"]
+    if not any(k.startswith("energy_balance_") for k in cases) or not any(k.startswith("pressed_sphere_")
+                                                                          for k in cases):
+        raise ValueError("mixed_checks: the recorded JSON lacks the energy balance or pressed sphere cases")
+    plt = _pyplot()
+    os.makedirs(out_dir, exist_ok=True)
+    groups = [(label, [(k[len(prefix):], c["error"], c["tolerance"]) for k, c in cases.items()
+                       if k.startswith(prefix) and c["tolerance"]]) for label, prefix in MIXED_GROUPS]
+    f, axs = plt.subplots(1, 3, figsize=(15, 5.4), gridspec_kw={"width_ratios": [2.2, 1, 1]})
+    error_vs_tolerance(axs[0], [g for g in groups if g[1]])
+    axs[0].set_ylabel("error (each check's own measure)")
+    ax = axs[1]
+    for (name, s), mk in zip(data["energy_balance"].items(), "os^"):
+        dt = np.array([r["dt"] for r in s["rows"]])
+        err = np.array([r["relative_error"] for r in s["rows"]])
+        line = ax.loglog(dt, err, mk + "-", label=name.replace("_", " "))[0]
+        if len(dt) > 1:
+            ax.loglog(dt, err[-1] * dt / dt[-1], ":", color=line.get_color(), lw=1)
+    ax.axhline(data.get("energy_tolerance", 3e-3), color="tab:red", lw=1.5, label="tolerance at the finest dt")
+    ax.plot([], [], "k:", lw=1, label="first order through the finest")
+    steps = sorted({r["dt"] for s in data["energy_balance"].values() for r in s["rows"]})
+    ax.minorticks_off()
+    ax.set_xticks(steps)
+    ax.set_xticklabels([f"{t:.3g}" for t in steps], rotation=30, fontsize=7)
+    ax.set_xlabel("time step dt (s)")
+    ax.set_ylabel("|energy balance error| / largest term")
+    ax.set_title("Energy balance against the time step", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    ax = axs[2]
+    rows = sorted((c["overlap"], c["signed_error"], c["tolerance"]) for k, c in cases.items()
+                  if k.startswith("pressed_sphere_"))
+    ax.plot([r[0] for r in rows], [100 * r[1] for r in rows], "o-", label="node sum of the area law")
+    tol = max(r[2] for r in rows if r[2])
+    checked = [r[0] for r in rows if r[2]]
+    ax.fill_between([min(checked), max(checked)], -100 * tol, 100 * tol, color="tab:green", alpha=0.15,
+                    label=f"±{100 * tol:g} % where checked")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xlabel("overlap d (grain radius 1, sphere radius 0.8)")
+    ax.set_ylabel("F / F_integral − 1 (%)")
+    ax.set_title("Sphere into a level-set sphere: area law", fontsize=10)
+    ax.legend(fontsize=7, loc="lower right")
+    form = "quick form" if data.get("quick") else "full form"
+    f.suptitle(f"Spheres and level-set grains in one run: every check of benchmarks/mixed_checks.py ({form})",
+               fontsize=10)
+    f.tight_layout()
+    return [_save(f, out_dir, "mixed_checks.png")]
+
+
 def _load(path):
     with open(path) as fh:
         return json.load(fh)
@@ -252,10 +314,11 @@ def main(argv=None):
     ap.add_argument("--shaped-hertz", metavar="FILE", help="benchmarks/shaped_hertz.py's JSON")
     ap.add_argument("--impact", metavar="FILE", help="benchmarks/impact_suite.py's JSON")
     ap.add_argument("--lsdem", metavar="FILE", help="benchmarks/lsdem.py's JSON (with --shaped-hertz)")
+    ap.add_argument("--mixed", metavar="FILE", help="benchmarks/mixed_checks.py's JSON")
     ap.add_argument("--out", required=True, metavar="DIR", help="folder for the PNGs")
     args = ap.parse_args(argv)
-    if not (args.shaped_hertz or args.impact):
-        ap.error("give --shaped-hertz FILE and/or --impact FILE")
+    if not (args.shaped_hertz or args.impact or args.mixed):
+        ap.error("give --shaped-hertz FILE, --impact FILE and/or --mixed FILE")
     if args.lsdem and not args.shaped_hertz:
         ap.error("--lsdem needs --shaped-hertz FILE too (its figure uses both)")
     paths = []
@@ -266,6 +329,8 @@ def main(argv=None):
             paths += plot_levelset_convergence(_load(args.lsdem), shaped, args.out)
     if args.impact:
         paths += plot_impact_checks(_load(args.impact), args.out)
+    if args.mixed:
+        paths += plot_mixed_checks(_load(args.mixed), args.out)
     for p in paths:
         print(p)
     return 0

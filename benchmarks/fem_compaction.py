@@ -22,6 +22,7 @@ from graindem.fem.cli import plot_compaction_curves, plot_mode, surface_triangle
 from graindem.fem.compaction import (SEED_TABLE_EPS, SEED_TABLE_FORCE, compact_sphere, compaction_mode_set,
                                      energy_fit_force, normalized_curve)
 from graindem.fem.contact import hertz_plate_force, sphere_between_plates
+from graindem.io.progress import Progress
 from provenance import provenance
 
 
@@ -31,7 +32,8 @@ def compaction(mesh_size, out, tag):
     # (graindem.deform.validation.fem_compaction_mode_file says why)
     n_table = len(SEED_TABLE_EPS) - 1
     levels = np.r_[SEED_TABLE_EPS[1:], 0.18, 0.20, 0.22, 0.24]
-    full = compact_sphere(10.0, 100.0, 0.3, eps=levels, mesh_size=mesh_size)
+    with Progress(len(levels), desc=f"FEM compaction, {tag} mesh", unit="level") as bar:
+        full = compact_sphere(10.0, 100.0, 0.3, eps=levels, mesh_size=mesh_size, progress=bar.update)
     seconds = time.perf_counter() - t0
     res = dataclasses.replace(full, eps=full.eps[:n_table], wall_force=full.wall_force[:n_table],
                               energy=full.energy[:n_table], pole_displacement=full.pole_displacement[:n_table],

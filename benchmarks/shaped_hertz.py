@@ -886,22 +886,30 @@ def _touching_pairs_area(sim):
 
 
 def run(quick=False, random_packing=False):
+    from graindem.io.progress import Progress
     cfg = dict(QUICK if quick else FULL)
-    cases = {}
-    cases.update(curvature_cases(cfg["sphere_cells"] if not quick else (12,)))
-    sph, conv = sphere_cases(cfg)
-    cases.update(sph)
-    cases.update(ellipsoid_plane_cases(cfg))
-    cases.update(ellipsoid_sphere_cases(cfg))
-    cases.update(crossed_cases(cfg))
-    cases.update(objectivity_case())
-    cases.update(impact_cases(cfg))
-    cases.update(bulk_modulus_case(cfg))
+    cases, found = {}, {}
+    parts = [("curvature", lambda: curvature_cases(cfg["sphere_cells"] if not quick else (12,))),
+             ("sphere", lambda: sphere_cases(cfg)), ("ellipsoid on plane", lambda: ellipsoid_plane_cases(cfg)),
+             ("ellipsoid under sphere", lambda: ellipsoid_sphere_cases(cfg)), ("crossed", lambda: crossed_cases(cfg)),
+             ("objectivity", objectivity_case), ("impact", lambda: impact_cases(cfg)),
+             ("bulk modulus", lambda: bulk_modulus_case(cfg))]
     if random_packing:
-        cases.update(random_packing_bulk_case(cfg))
-    cases.update(servo_bulk_modulus_case(cfg))
-    pair_ratio, pair_cost = cost_case(cfg)
-    ratio, cost = lattice_cost_ratio(cfg)
+        parts.append(("random packing", lambda: random_packing_bulk_case(cfg)))
+    parts += [("servo bulk modulus", lambda: servo_bulk_modulus_case(cfg)), ("pair cost", lambda: cost_case(cfg)),
+              ("lattice cost", lambda: lattice_cost_ratio(cfg))]
+    with Progress(len(parts), desc="shaped_hertz", unit="part") as progress:
+        for name, part in parts:
+            found[name] = part()
+            progress.update(1, done=name)
+    for name, _ in parts:
+        if name == "sphere":
+            sph, conv = found[name]
+            cases.update(sph)
+        elif not name.endswith("cost"):
+            cases.update(found[name])
+    pair_ratio, pair_cost = found["pair cost"]
+    ratio, cost = found["lattice cost"]
     cost["single_pair_microbenchmark"] = dict(pair_cost, ratio=pair_ratio)
     return {"cases": cases, "cost_ratio_vs_area": ratio, "cost": cost, "sphere_convergence_jaeger": conv,
             "config": cfg, "quick": quick}
@@ -922,7 +930,7 @@ def main(argv=None):
         result = {"cases": servo_bulk_modulus_case(cfg), "cost_ratio_vs_area": math.nan, "config": cfg,
                   "quick": args.quick}
     else:
-        result = run(args.quick, args.random_packing, args.bulk_modulus)
+        result = run(args.quick, args.random_packing)
     result["provenance"] = __import__("provenance").provenance(__file__, argv)
     result["wall_time_s"] = time.perf_counter() - t0
     for name, c in result["cases"].items():

@@ -1,7 +1,7 @@
-"""The tables of docs/benchmarks.md and the README's benchmark table, rendered from the benchmarks' JSON
-files in benchmarks/data/.
+"""The tables of docs/benchmarks.md, the README's benchmark table and the mixed-run checks of
+docs/verification.md, rendered from the benchmarks' JSON files in benchmarks/data/.
 
-    python benchmarks/tables.py            # rewrite the tables in docs/benchmarks.md and README.md
+    python benchmarks/tables.py            # rewrite the tables in the pages
     python benchmarks/tables.py --check    # exit 1 when a page differs from the JSON files
 
 A page holds, for every table, a pair of markers
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 DATA = ROOT / "benchmarks" / "data"
-PAGES = (ROOT / "docs" / "benchmarks.md", ROOT / "README.md")
+PAGES = (ROOT / "docs" / "benchmarks.md", ROOT / "README.md", ROOT / "docs" / "verification.md")
 BLOCK = re.compile(r"(<!-- table: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end table -->)", re.DOTALL)
 LIBRARIES = (("python", "Python"), ("numpy", "numpy"), ("scipy", "scipy"), ("numba", "numba"),
              ("llvmlite", "llvmlite"), ("h5py", "h5py"))
@@ -280,6 +280,30 @@ def readme_summary():
     return table(["benchmark", "result"], rows)
 
 
+def mixed_checks(name="mixed_checks.json"):
+    d = load(name)
+
+    def e(x):
+        return f"{x:.2g}"
+
+    def tol(c):
+        return "–" if c["tolerance"] is None else e(c["tolerance"])
+
+    rows = [[c["what"], c["reference"], e(c["error"]), tol(c)] for k, c in d["cases"].items()
+            if not k.startswith("energy_balance_")]
+    text = (f"Each check's error in its own measure (relative unless stated; tolerance – : reported beside the "
+            f"checked ones). Wall time of the run {d['wall_time_s'] / 60:.0f} min.\n\n"
+            + table(["check", "reference", "error", "tolerance"], rows))
+    series = []
+    for key, s in d["energy_balance"].items():
+        measured = ", ".join(f"{e(r['relative_error'])} at dt = {r['dt']:g}" for r in s["rows"])
+        series.append([s["what"], measured, e(d["cases"][f"energy_balance_{key}"]["tolerance"])])
+    text += ("\nThe energy balance: |work − (change of kinetic energy + stored + dissipated)| over the largest "
+             "term, against the time step; the tolerance applies at the finest.\n\n"
+             + table(["scene", "error against dt", "tolerance"], series))
+    return recorded(d, name) + "\n" + text
+
+
 TABLES = {
     "contact_kernel": contact_kernel,
     "vs_lammps": vs_lammps,
@@ -293,6 +317,7 @@ TABLES = {
     "deformable_strategies": deformable_strategies,
     "packing_generation": packing_generation,
     "readme_summary": readme_summary,
+    "mixed_checks": mixed_checks,
 }
 
 
@@ -300,7 +325,7 @@ def render(page):
     """The page with every marked table rendered afresh from its JSON file."""
     def block(m):
         if m["name"] not in TABLES:
-            raise KeyError(f"docs/benchmarks.md names table {m['name']!r}; known: {', '.join(TABLES)}")
+            raise KeyError(f"a page names table {m['name']!r}; known: {', '.join(TABLES)}")
         body = TABLES[m["name"]]()
         if m["name"] == "readme_summary":  # the README's table without blank lines (it stays under 200 lines)
             return m.group(1) + body + m.group(4)

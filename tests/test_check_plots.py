@@ -22,10 +22,10 @@ def test_figures_from_the_recorded_files(tmp_path):
     mod = _plots()
     status = mod.main(["--shaped-hertz", str(DATA / "shaped_hertz.json"), "--impact",
                        str(DATA / "impact_suite_quick.json"), "--lsdem", str(DATA / "lsdem.json"),
-                       "--out", str(tmp_path)])
+                       "--mixed", str(DATA / "mixed_checks.json"), "--out", str(tmp_path)])
     assert status == 0
     names = ["shaped_hertz_checks.png", "shaped_hertz_ellipsoids.png", "shaped_hertz_bulk_modulus.png",
-             "shaped_hertz_impact.png", "impact_co123_spin.png", "levelset_convergence.png"]
+             "shaped_hertz_impact.png", "impact_co123_spin.png", "levelset_convergence.png", "mixed_checks.png"]
     for name in names:
         head = (tmp_path / name).read_bytes()[:8]
         assert head == b"\x89PNG\r\n\x1a\n", name
@@ -39,3 +39,5 @@ def test_a_file_of_another_benchmark_is_refused(tmp_path):
         mod.plot_shaped_hertz(lsdem, str(tmp_path))
     with pytest.raises(ValueError, match="impact_suite"):
         mod.plot_impact_checks({"cases": {"maw_sphere_plane_jaeger": {}}}, str(tmp_path))
+    with pytest.raises(ValueError, match="mixed_checks: the recorded JSON lacks energy_balance"):
+        mod.plot_mixed_checks(lsdem | {"cases": {}}, str(tmp_path))

@@ -61,3 +61,25 @@ def test_project_text_tells_no_development_history():
              *sorted((ROOT / "examples").iterdir())]
     offenders = [str(f.relative_to(ROOT)) for f in files if f.is_file() and DEVELOPMENT_WORD in f.read_text().lower()]
     assert not offenders, f"{DEVELOPMENT_WORD!r} in {offenders}"
+
+
+def test_python_examples_of_the_readme_and_getting_started_run():
+    """Every ```python block of the README and of the getting-started page runs as printed (the
+    sphere run's servo brings the cell towards its target pressure; the single contact's force is
+    Hertz's)."""
+    import math
+
+    pages = [README, (ROOT / "docs" / "getting-started.md").read_text()]
+    blocks = [b for page in pages for b in re.findall(r"```python\n(.*?)```", page, flags=re.S)]
+    assert len(blocks) == 3
+    for block in blocks:
+        scope = {}
+        exec(compile(block, "<docs>", "exec"), scope)
+        if "sim" in scope:
+            m = scope["m"]
+            assert m["n_contacts"] > 0 and 0.0 < m["pressure"]
+        else:
+            c = scope["c"]
+            r_star, e_star = 0.5e-3, 70e9 / (2 * (1 - 0.25 ** 2))
+            assert scope["N"] == pytest.approx(4 / 3 * e_star * math.sqrt(r_star) * 1e-6 ** 1.5, rel=1e-9)
+            assert c.kind in ("elastic", "partial_slip", "gross_sliding")

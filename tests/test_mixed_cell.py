@@ -11,37 +11,18 @@ contacts, holds the cell at its target stress; (5) a run continued from an HDF5 
 the uninterrupted run bit for bit.
 """
 
-import math
-
 import numpy as np
 import pytest
 
 from graindem.bodies.mixed import MC_NCONTACTS
-from graindem.engine import Simulation, checkpoint
+from graindem.engine import checkpoint
 from graindem.particles import LevelSetGrain
-
-L = 7.0  # the sheared cell's heights must exceed two cutoffs at the largest tilt
-Q1 = np.array([math.cos(0.4), 0.0, math.sin(0.4) * 0.6, math.sin(0.4) * 0.8])
-OFFSET = 1.15 * np.array([0.3, 1.0, 0.1]) / np.linalg.norm([0.3, 1.0, 0.1])
+from graindem.verification.mixed_scenes import CELL_SIZE as L, sheared_cell, sheared_pair
 
 
 @pytest.fixture(scope="module")
 def ellipsoid():
     return LevelSetGrain.ellipsoid(1.0, 0.7, 0.5, spacing=0.1, n_nodes=400)
-
-
-def sheared_pair(grain, centre, shear=5.0, squeeze=-2.0):
-    """One grain and one sphere in contact, no gravity, in a cell sheared in xy and compressed in z."""
-    sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=1e-3, allow_unstable_dt=True)
-    sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.set_grain_contact(1e3, law="area", damping_ratio=0.2)
-    c = np.asarray(centre, dtype=float)
-    sim.add_grains(grain, [c], orientations=np.array([Q1]), velocities=[(0.05, 0.1, 0.0)],
-                   angular_velocities=[(0.0, 0.0, 0.5)])
-    sim.add_particles([c + OFFSET], 0.5, velocities=[(-0.05, -0.1, 0.02)], angular_velocities=[(0.3, 0.0, 0.0)])
-    sim.control_shear("xy", shear)
-    sim.control_axis(2, strain_rate=squeeze)
-    return sim
 
 
 def test_grain_sphere_pair_across_the_faces_of_a_sheared_cell_feels_the_forces_of_the_middle(ellipsoid):
@@ -76,25 +57,6 @@ def test_stress_of_one_grain_sphere_pair_is_its_force_times_its_branch(ellipsoid
     assert np.trace(sim.stress()) > 0.0, "a repulsive contact is compressive (positive)"
 
 
-def cell_scene(grain, dt):
-    """Three ellipsoids and six spheres colliding with friction and dampers in a fully periodic
-    cell compressed along x and z and sheared in xy: every kind pair touches."""
-    sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=dt, allow_unstable_dt=True, energy_accounting=True,
-                     restitution=0.5)
-    sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.set_grain_contact(2e3, law="area", damping_ratio=0.1)
-    sim.add_grains(grain, [(1.5, 1.5, 1.5), (3.9, 1.5, 1.7), (2.0, 4.5, 5.0)], orientations=np.array([Q1, Q1, Q1]),
-                   velocities=[(0.2, 0.0, -0.1), (-0.3, 0.0, 0.0), (0.0, -0.2, 0.3)])
-    sim.add_particles([(1.5, 3.2, 1.5), (4.4, 3.0, 4.1), (2.2, 6.0, 5.0), (5.5, 5.5, 2.0), (6.2, 5.3, 3.2),
-                       (3.5, 4.2, 2.6)], 0.6,
-                      velocities=[(0.0, -0.3, 0.0), (0.0, -0.3, 0.0), (0.0, 0.3, 0.0), (0.2, 0.1, 0.3),
-                                  (-0.2, 0.1, -0.2), (0.1, 0.0, 0.0)])
-    sim.control_axis(0, strain_rate=-0.15)
-    sim.control_axis(2, strain_rate=-0.2)
-    sim.control_shear("xy", 0.4)
-    return sim
-
-
 def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
     """The cell's work (the servo's book of -V sigma : L dt over every contact, of both kinds) is
     what the balance needs: at dt the error is below 3e-3 of the largest term (the tolerance of
@@ -103,7 +65,7 @@ def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
     and every kind pair's dissipation exceed that tolerance, so leaving any of them out fails it."""
     runs = {}
     for dt in (5e-4, 1.25e-4):
-        sim = cell_scene(ellipsoid, dt)
+        sim = sheared_cell(ellipsoid, dt)
         sim.run(int(round(2.0 / dt)))
         runs[dt] = sim.measure()
     m = runs[1.25e-4]
@@ -120,7 +82,7 @@ def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
 
 def test_mixed_run_in_a_sheared_servo_cell_restarts_bit_for_bit(ellipsoid, tmp_path):
     def start():
-        sim = cell_scene(ellipsoid, 2e-3)
+        sim = sheared_cell(ellipsoid, 2e-3)
         sim.control_axis(1, stress=5.0, gain=0.5, max_rate=0.5)  # the servo on y, on both kinds' stress
         return sim
     ref = start()

@@ -19,12 +19,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy.integrate import quad
-
 from graindem.bodies.mixed import MC_NCONTACTS
 from graindem.engine import Simulation, checkpoint
 from graindem.io.checkpoint_check import validate_mixed_state
 from graindem.particles import LevelSetGrain
+from graindem.verification.mixed_scenes import (continuum_area_force, free_collision, momenta, pressed_sphere,
+                                                settling_bed, walled_box)
 
 
 @pytest.fixture(scope="module")
@@ -32,27 +32,8 @@ def ellipsoid():
     return LevelSetGrain.ellipsoid(1.0, 0.7, 0.5, spacing=0.1, n_nodes=400)
 
 
-def momenta(sim, about):
-    """Total linear momentum and angular momentum about `about` of both kinds."""
-    g = sim.grains
-    p = g.momentum() + (sim.mass[:, None] * sim.vel).sum(axis=0)
-    L = (g.angular_momentum(about) + np.cross(sim.pos - about, sim.mass[:, None] * sim.vel).sum(axis=0)
-         + (sim.inertia[:, None] * sim.omega).sum(axis=0))
-    return p, L
-
-
-def collision(ellipsoid, **kw):
-    sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=1e-3, **kw)
-    sim.set_box((-6, -6, -6), (6, 6, 6))
-    sim.set_grain_contact(1e3, law="area", damping_ratio=0.1)
-    sim.add_grains(ellipsoid, [(0.0, 0.0, 0.0)], orientations=[(math.cos(0.3), 0.2, 0.5, 0.1)],
-                   angular_velocities=[(0.0, 0.3, 0.1)], velocities=[(0.05, 0.0, -0.02)])
-    sim.add_particles([(1.9, 0.35, 0.25)], 0.5, velocities=[(-0.6, 0.0, 0.05)], angular_velocities=[(0.0, 0.0, 2.0)])
-    return sim
-
-
 def test_free_collision_of_a_sphere_with_an_ellipsoid_conserves_momentum(ellipsoid):
-    sim = collision(ellipsoid)
+    sim = free_collision(ellipsoid)
     sim.setup()
     about = np.array([0.7, -1.3, 0.4])
     p0, L0 = momenta(sim, about)
@@ -89,25 +70,6 @@ def test_grain_sphere_pair_across_a_periodic_face_feels_the_forces_of_the_middle
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9 * scale)
 
 
-def continuum_area_force(k_s, R_grain, R_sphere, d):
-    """F = k_s * integral over the grain sphere's surface inside the other sphere of the depth
-    R_s - |x - c| times the normal's component along the line of centres (axisymmetric quadrature)."""
-    D = R_grain + R_sphere - d  # distance between the centres
-
-    def integrand(theta):  # theta: polar angle on the grain sphere from the line of centres
-        x = R_grain * math.sin(theta)
-        z = R_grain * math.cos(theta)
-        rho = math.hypot(x, D - z)
-        depth = R_sphere - rho
-        if depth <= 0.0:
-            return 0.0
-        n_along = (D - z) / rho  # the sphere's gradient at the node, towards the grain's centre
-        return k_s * depth * n_along * 2.0 * math.pi * R_grain ** 2 * math.sin(theta)
-    # the cap: cos(theta_max) from |x - c| = R_sphere
-    cmax = (R_grain ** 2 + D ** 2 - R_sphere ** 2) / (2.0 * R_grain * D)
-    return quad(integrand, 0.0, math.acos(min(1.0, cmax)), limit=200)[0]
-
-
 @pytest.fixture(scope="module")
 def sphere_grain():
     return LevelSetGrain.sphere(1.0, spacing=0.05, n_nodes=6000)
@@ -119,35 +81,12 @@ def test_sphere_pressed_into_a_level_set_sphere_matches_the_area_law_integral(sp
     overlap d: the normal force within 3 % of the continuum integral (node sampling and the
     surface's O(h^2) placement are the error)."""
     k_s = 1e4
-    grain = sphere_grain
-    sim = Simulation(density=1.0, E=1e6, nu=0.3, mu=0.0, dt=1e-4, allow_unstable_dt=True)
-    sim.set_box((-4, -4, -4), (4, 4, 4))
-    sim.set_grain_contact(k_s, law="area")
-    sim.add_grains(grain, [(0.0, 0.0, 0.0)], motion="fixed")
-    e = np.array([0.3, -0.5, 0.8]) / np.linalg.norm([0.3, -0.5, 0.8])
-    sim.add_particles([(1.8 - d) * e], 0.8)
-    sim.setup()
+    sim, e = pressed_sphere(sphere_grain, d, k_s)
     ref = continuum_area_force(k_s, 1.0, 0.8, d)
     f_sphere = sim.force[0]  # the grain-sphere force on the sphere at the start
     assert abs(f_sphere @ e / ref - 1.0) < 0.03
     assert np.linalg.norm(f_sphere - (f_sphere @ e) * e) < 0.02 * ref  # along the line of centres
     np.testing.assert_allclose(sim.grains.force[0], -f_sphere, rtol=1e-12)
-
-
-def settling_bed(ellipsoid):
-    """Four spheres dropped on a fixed 3 x 3 bed of lying ellipsoids (top at z = 1) inside four
-    side walls and a floor, over the pockets where four ellipsoids meet (narrower than a sphere)."""
-    sim = Simulation(mu=0.5, density=1.0, E=1e6, nu=0.3, gravity=(0.0, 0.0, -9.81), local_damping=0.3,
-                     restitution=0.3)
-    sim.set_box((-3.2, -2.3, -1.0), (3.2, 2.3, 4.0))
-    for point, normal in (((-3.0, 0, 0), (1, 0, 0)), ((3.0, 0, 0), (-1, 0, 0)), ((0, -2.1, 0), (0, 1, 0)),
-                          ((0, 2.1, 0), (0, -1, 0)), ((0, 0, 0), (0, 0, 1))):
-        sim.add_wall(point, normal)
-    sim.set_grain_contact(1e4, law="area", damping_ratio=0.3)
-    bed = [(x, y, 0.5) for x in (-2.0, 0.0, 2.0) for y in (-1.4, 0.0, 1.4)]
-    sim.add_grains(ellipsoid, bed, motion="fixed")
-    sim.add_particles([(-1.05, -0.68, 1.5), (0.97, 0.72, 1.6), (1.02, -0.7, 1.7), (-0.96, 0.71, 1.8)], 0.4)
-    return sim
 
 
 def test_spheres_settle_on_a_bed_of_ellipsoids(ellipsoid):
@@ -235,33 +174,9 @@ def test_a_sphere_deep_inside_a_grain_at_start_is_named(ellipsoid):
         sim.setup()
 
 
-def energy_scene(ellipsoid, dt=5e-4):
-    """Three ellipsoids and six spheres thrown about in a walled box under gravity, with friction,
-    contact dampers and a lid moving down onto them: every kind pair and the walls touch."""
-    sim = Simulation(mu=0.5, density=1.0, E=1e6, nu=0.3, gravity=(0.0, 0.0, -9.81), restitution=0.5,
-                     energy_accounting=True, dt=dt)
-    sim.set_box((-3.2, -2.3, -0.5), (3.2, 2.3, 4.0))
-    for point, normal in (((-3.0, 0, 0), (1, 0, 0)), ((3.0, 0, 0), (-1, 0, 0)), ((0, -2.1, 0), (0, 1, 0)),
-                          ((0, 2.1, 0), (0, -1, 0)), ((0, 0, 0), (0, 0, 1))):
-        sim.add_wall(point, normal)
-    lid = sim.add_wall((0, 0, 3.3), (0, 0, -1))
-    sim.set_wall_velocity(lid, (0, 0, -1.2))
-    sim.set_grain_contact(1e4, law="area", damping_ratio=0.2)
-    sim.add_grains(ellipsoid, [(-1.6, -0.8, 0.6), (0.2, 0.9, 0.7), (1.7, -0.6, 0.8)],
-                   orientations=[(1, 0, 0, 0), (math.cos(0.4), 0, 0, math.sin(0.4)),
-                                 (math.cos(0.2), math.sin(0.2), 0, 0)],
-                   velocities=[(0.5, 0.2, 0), (-0.3, -0.2, 0.0), (-0.4, 0.3, 0.1)],
-                   angular_velocities=[(0, 0, 1.0), (0.5, 0, 0), (0, 0.5, 0)])
-    sim.add_particles([(-1.5, -0.7, 1.6), (-0.6, 0.8, 1.9), (0.4, 0.8, 1.7), (1.6, -0.5, 1.8), (0.5, -1.2, 2.3),
-                       (-1.0, 0.2, 2.6)], 0.4,
-                      velocities=[(0.3, 0, 0), (0.2, -0.4, 0), (0, 0.3, -0.5), (-0.5, 0, 0), (0.3, 0.6, 0),
-                                  (-0.2, -0.1, 0)])
-    return sim
-
-
 def balance_run(ellipsoid, dt):
-    """1.5 s of energy_scene at time step dt: measure() at the end."""
-    sim = energy_scene(ellipsoid, dt)
+    """1.5 s of walled_box at time step dt: measure() at the end."""
+    sim = walled_box(ellipsoid, dt)
     sim.run(int(round(1.5 / dt)))
     return sim.measure()
 
@@ -290,14 +205,14 @@ def test_energy_balance_of_a_mixed_run_closes(ellipsoid):
 
 
 def test_energy_balance_needs_the_spheres_energy_accounting(ellipsoid):
-    sim = energy_scene(ellipsoid)
+    sim = walled_box(ellipsoid, 5e-4)
     sim.set_energy_accounting(False)
     sim.run(10)
     assert math.isnan(sim.measure()["energy_balance_error"])
 
 
 def test_energy_balance_continues_across_a_restart(ellipsoid, tmp_path):
-    sim = energy_scene(ellipsoid)
+    sim = walled_box(ellipsoid, 5e-4)
     sim.run(1500)
     assert sim.measure()["contact_energies"]["grain-sphere"]["frictional_dissipation"] > 0.0
     checkpoint.save(sim, tmp_path / "e.h5")

@@ -1,5 +1,5 @@
-"""Scenario keys that used to pass validation and fail later (or do nothing) are refused up front,
-naming the key; any TOML a user can write is either a valid scenario or a ValueError."""
+"""Scenario keys that would otherwise fail in the middle of a run (or do nothing) are refused up
+front, naming the key; any TOML a user can write is either a valid scenario or a ValueError."""
 
 import math
 import tomllib

@@ -6,9 +6,6 @@
   source (tests/test_io.py checks that the source is current):
 
       python docs/_hooks/generated.py
-
-- Pages that other parts of the project provide (docs/architecture.md, docs/verification.md) are
-  added to the navigation, and linked from the validation index, when they exist.
 """
 
 import re
@@ -18,8 +15,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BEGIN = "<!-- BEGIN GENERATED: graindem.io.scenario.describe_schema() -->"
 END = "<!-- END GENERATED -->"
-OPTIONAL_PAGES = {"architecture.md": "Architecture", "verification.md": "Verification"}
-VERIFICATION_MARKER = "<!-- LINK verification.md -->"
 
 
 def schema_tables():
@@ -38,24 +33,9 @@ def with_schema_tables(markdown):
     return pattern.sub(lambda _: f"{BEGIN}\n\n{schema_tables()}\n{END}", markdown)
 
 
-def on_config(config):
-    docs = Path(config["docs_dir"])
-    nav = config.get("nav") or []
-    listed = {str(v) for item in nav for v in (item.values() if isinstance(item, dict) else [item])}
-    for name, title in OPTIONAL_PAGES.items():
-        if (docs / name).exists() and name not in listed:
-            nav.append({title: name})
-    return config
-
-
 def on_page_markdown(markdown, page, config, files):
     if page.file.src_uri == "scenario-file.md":
         markdown = with_schema_tables(markdown)
-    if VERIFICATION_MARKER in markdown:
-        link = ""
-        if (Path(config["docs_dir"]) / "verification.md").exists():
-            link = "Every verification check with its plot and reference: [Verification](verification.md)."
-        markdown = markdown.replace(VERIFICATION_MARKER, link)
     return markdown
 
 
