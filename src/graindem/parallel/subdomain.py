@@ -281,7 +281,8 @@ class Subdomain:
         self.n_own = n_own = int(owned.sum())
         # the time loop advances the owned spheres only (the first ictl[ICTL_N] rows)
         L.ictl[ICTL_N] = n_own
-        # and never rebuilds by itself: rebuilds are collective (_rebuild)
+        # and never rebuilds by itself, not even for a tilt flip (engine.loop.rebuild_due with an
+        # infinite skin): rebuilds are collective (_rebuild)
         self.step_ctl = L.ctl.copy()
         self.step_ctl[CTL_SKIN] = np.inf
         # each rank tells each owner which of its spheres it holds as ghosts (in global-id order),
