@@ -2,10 +2,13 @@
 
 A rank owns the spheres of its box (bisection.Bisection, at the build positions of the neighbour
 list) and holds as ghosts every other sphere within the halo (2 r_max + skin, the neighbour list's
-cutoff) of that box, periodic images included. Its pair rows are the rows of the serial neighbour
-list with an owned sphere, in the same order: local rows number the spheres in global-id order, so
-that the neighbour build (engine.neighbours.build_pairs) run on the local spheres lists exactly the
-serial list's rows among them, in the serial order and orientation. A row between spheres of two
+cutoff) of that box, periodic images included. Boxes are boxes of the cell's fractional
+coordinates, so in a sheared cell they are parallelepipeds that tilt with it, and the periodic
+images are whole shifts of the fractional coordinates (Lees-Edwards images included). Its pair
+rows are the rows of the serial neighbour list with an owned sphere, in the same order: local rows
+number the spheres in global-id order, so that the neighbour build (engine.neighbours.build_pairs)
+run on the local spheres lists exactly the serial list's rows among them, in the serial order and
+orientation. A row between spheres of two
 ranks is computed by both (no reverse communication), from the same inputs, so both hold the same
 contact state; the force on an owned sphere is then summed from the same rows in the same order as
 in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
@@ -39,10 +42,9 @@ from ..contact import state as S
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
                          cell_heights, flip_tilts)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN,
-                           CTL_VISC,
-                           ICTL_MODE, ICTL_N, ICTL_NPAIRS,
-                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ,
-                           OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+                           CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWCAND, ICTL_SORT,
+                           ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX,
+                           STATUS_DIVERGED)
 from ..core.exact_sum import exact_value, new_accumulator
 from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
                            run_steps)
