@@ -21,7 +21,7 @@ import pytest
 
 import graindem
 from graindem.contact import state as S
-from graindem.core.cell import CELL_INTEGRAL, CELL_L
+from graindem.core.cell import CELL_GAMMA, CELL_INTEGRAL, CELL_L, CELL_TILT
 from graindem.core.layout import ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
 from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
@@ -65,12 +65,22 @@ CASE = textwrap.dedent('''
         sim.control_axis(1, strain_rate=-200.0)
         sim.control_axis(2, stress=5e6, gain=rate, max_rate=rate, integral_steps=200)
         return sim
+
+    def shear(sim):
+        """A periodic shear test: y held at 5 MPa by the stress servo, the cell sheared in the xy
+        plane at 10^4/s, fast enough for its tilt to pass half a cell length and flip in 600 steps."""
+        sim.setup()
+        rate = 2e-5 / sim.dt
+        sim.control_axis(1, stress=5e6, gain=rate, max_rate=rate, integral_steps=200)
+        sim.control_shear("xy", 1e4)
+        return sim
 ''')
 namespace = {}
 exec(CASE, namespace)
 build = namespace["build"]
 stretch = namespace["stretch"]
 biaxial = namespace["biaxial"]
+shear = namespace["shear"]
 
 
 needs_mpi = pytest.mark.skipif(launcher(2) is None, reason="no MPI launcher (mpiexec) with mpi4py in this "
@@ -181,6 +191,12 @@ def two_ranks(tmp_path_factory):
         checkpoint.save(servo, "servo600.h5")
         servo.run(600)
         checkpoint.save(servo, "servo1200.h5")
+        sheared = shear(build())
+        sheared.run(1)  # gathered before the first rebuild in the sheared cell (its list built untilted)
+        sheared.run(299)
+        checkpoint.save(sheared, "shear300.h5")
+        sheared.run(300)
+        checkpoint.save(sheared, "shear600.h5")
     ''')
     return tmp_path
 
@@ -252,6 +268,24 @@ def test_a_biaxial_stress_servo_runs_the_serial_trajectory_on_2_ranks_and_contin
     one, _ = checkpoint.load(two_ranks / "servo600.h5")  # written on 2 ranks, continued on 1
     assert np.array_equal(one.state_dict()[0]["pos"], half[0]["pos"])
     one.run(600)
+    assert_same_run(one, ref)
+
+
+@needs_mpi
+def test_a_sheared_cell_runs_the_serial_trajectory_across_a_tilt_flip_on_2_ranks_and_continues_on_1(two_ranks):
+    ref = shear(build())
+    ref.run(300)
+    half = ref.state_dict()
+    ref.run(300)
+    m = ref.measure()
+    assert m["n_rebuilds"] >= 5 and m["mean_history_length"] > 1.0
+    # the tilt passed half a cell length after step 300 and was flipped back (to about -L/2)
+    assert 0.0 < half[0]["cell"][CELL_TILT] <= 0.5 * half[0]["cell"][CELL_L]
+    assert ref.cell[CELL_TILT] < 0.0 and ref.cell[CELL_GAMMA] > 0.5
+    assert_same_run(checkpoint.load(two_ranks / "shear600.h5")[0], ref)
+    one, _ = checkpoint.load(two_ranks / "shear300.h5")  # written on 2 ranks, continued on 1
+    assert np.array_equal(one.state_dict()[0]["pos"], half[0]["pos"])
+    one.run(300)
     assert_same_run(one, ref)
 
 
@@ -338,8 +372,7 @@ def test_bad_decompositions_are_refused_with_the_reason():
     sim.control_axis(0, strain_rate=1.0)
     check_decomposable(sim, 2)  # so do prescribed strain rates
     sim.control_shear("xy", 1.0)
-    with pytest.raises(ValueError, match="a sheared cell"):
-        check_decomposable(sim, 2)
+    check_decomposable(sim, 2)  # and a sheared cell
     # bodies crowded near x = 0: the median cut leaves a box thinner than the halo
     frac = np.random.default_rng(1).random((100, 3))
     frac[:, 0] *= 0.05
@@ -372,6 +405,44 @@ def test_bisection_balances_counts_and_finds_every_halo_neighbour():
                     q = np.clip(f, b[0], b[1])
                     best = np.minimum(best, np.linalg.norm((f - q) * lengths, axis=1))
         assert np.array_equal(near[:, r], best < halo)
+
+
+def test_in_a_tilted_cell_the_halo_holds_every_body_within_its_distance_of_a_box():
+    from graindem.core.cell import cell_heights
+    from graindem.parallel.subdomain import cell_sizes
+    L = np.array([2.0, 1.5, 1.0])
+    tilts = np.array([0.9, -0.4, 0.45])  # near the flip limits: faces far from orthogonal
+    cell = np.zeros(27)
+    cell[CELL_L:CELL_L + 3] = L
+    cell[CELL_TILT:CELL_TILT + 3] = tilts
+    heights, tilted = cell_sizes(cell)
+    assert tilted and np.array_equal(heights, cell_heights(L, tilts))
+    h = np.diag(L)
+    h[1, 0], h[2, 0], h[2, 1] = tilts
+    # the heights: the cell's volume over the area of the face spanned by the two other vectors
+    for k in range(3):
+        face = np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3]))
+        assert heights[k] == pytest.approx(np.prod(L) / face, rel=1e-14)
+    rng = np.random.default_rng(3)
+    frac = rng.random((250, 3))
+    tree = Bisection(frac, np.arange(250), 4, heights)
+    halo = 0.2
+    near = tree.halo_ranks(frac, (True, True, True), halo, tilted=True)
+    # brute force: the distance to a box sampled on a grid of its fractional coordinates, through
+    # every image (whole shifts of the fractional coordinates), is at least the true distance
+    grid = np.stack(np.meshgrid(*[np.linspace(0.0, 1.0, 11)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    shifts = np.array([[a, b, c] for a in (-1, 0, 1) for b in (-1, 0, 1) for c in (-1, 0, 1)], dtype=float)
+    for r in range(4):
+        lo, hi = tree.boxes[r]
+        box = (lo + grid * (hi - lo)) @ h
+        best = np.full(250, np.inf)
+        for s in shifts:
+            p = (frac + s) @ h
+            d2 = ((p[:, None, :] - box[None, :, :]) ** 2).sum(axis=2)
+            best = np.minimum(best, np.sqrt(d2.min(axis=1)))
+        within = best < halo
+        assert within.sum() > 10 and np.all(near[within, r])
+        assert not near[:, r].all()  # and not every body
 
 
 DIVERGING = textwrap.dedent('''

@@ -258,6 +258,17 @@ def grid_bin_of(pos, i, cell, sheared, mx, my, mz):
     return (cell_index(f0, 0.0, 1.0, mx) * my + cell_index(f1, 0.0, 1.0, my)) * mz + cell_index(f2, 0.0, 1.0, mz)
 
 
+def cell_heights(lengths, tilts):
+    """The distances between the cell's opposite faces (Python side): V / |b x c|, V / |a x c|,
+    V / |a x b| of the cell vectors a = (Lx, 0, 0), b = (xy, Ly, 0), c = (xz, yz, Lz) (the rule
+    wrap_and_grid_tilted sizes its grid by)."""
+    Lx, Ly, Lz = (float(v) for v in lengths)
+    xy, xz, yz = (float(v) for v in tilts)
+    vol = Lx * Ly * Lz
+    bc = math.sqrt((Ly * Lz) ** 2 + (xy * Lz) ** 2 + (xy * yz - Ly * xz) ** 2)
+    return np.array([vol / bc, Ly * Lz / math.sqrt(Lz * Lz + yz * yz), Lz])
+
+
 def minimum_image(d, lengths, tilts, periodic):
     """Minimum image of separations d (m, 3) (Python side; a copy): the c, b, a cell vectors in turn,
     the rule of min_image_tilted, which is min_image's too wherever both images are not within

@@ -148,8 +148,11 @@ def rebuild_due(cell, ctl, maxd2, wmove):
     """Whether the neighbour list must be rebuilt after a step: some particle moved (relative to the
     cell's flow; maxd2 its squared displacement since the rebuild) by more than half the skin,
     counting the cell's own stretch and shear since the rebuild, or a wall moved (wmove along its
-    normal) by what is left of the skin, or the cell's tilt must flip."""
+    normal) by what is left of the skin, or the cell's tilt must flip. An infinite skin: never
+    (an MPI rank's steps, whose rebuilds, flips included, are collective: parallel.subdomain)."""
     skin = ctl[CTL_SKIN]
+    if skin == math.inf:
+        return False
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
     stretch, flip = deformation_since_build(cell)
     return flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin

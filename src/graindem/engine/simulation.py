@@ -35,7 +35,7 @@ from ..bodies.levelset_hertz import contact_settings as hertz_contact_settings
 from ..bodies.levelset_hertz import critical_time_step as hertz_critical_time_step
 from ..contact.store import HistoryStore, BYTES_PER_POINT
 from ..core.cell import (CELL_GAMMA, CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, N_CELL,
-                         minimum_image)
+                         cell_heights, minimum_image)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_STRESS, ACC_VISC_WORK, ACC_WALL,
                            CTL_DIVERGE_OVERLAP, CTL_DT, CTL_G, CTL_GAIN, CTL_INTEGRAL, CTL_LOCAL_DAMP,
                            CTL_MAXRATE, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN, CTL_TARGET, CTL_VISC,
@@ -796,11 +796,7 @@ class Simulation(DeformableGrains, MixedBodies):
         for sx in (-1, 1):
             for sz in (-1, 1):
                 for syz in (-1, 1):
-                    h = np.diag(L)
-                    h[1, 0], h[2, 0], h[2, 1] = sx * lim[0], sz * lim[1], syz * lim[2]
-                    vol = np.prod(L)
-                    heights = [vol / np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3])) for k in range(3)]
-                    worst = np.minimum(worst, heights)
+                    worst = np.minimum(worst, cell_heights(L, (sx * lim[0], sz * lim[1], syz * lim[2])))
         for k in range(3):
             if self.periodic[k] and worst[k] <= 2.0 * cutoff:
                 raise ValueError(f"a sheared cell's height along axis {k} falls to {worst[k]:.4g} m at the largest "

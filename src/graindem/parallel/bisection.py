@@ -3,8 +3,10 @@
 The box is cut across its longest side (in length, not in fractional units) at the median of the
 bodies' coordinates along it, so that the two halves hold bodies in proportion to the ranks they
 go to (weights: body counts), and each half again until every rank has a box. Cuts are kept in
-fractional coordinates of the cell, so that the boxes follow a cell that changes size. The same
-inputs give the same boxes on every rank: ties in a coordinate are broken by global id.
+fractional coordinates of the cell, so that the boxes follow a cell that changes size or shape (a
+box is a parallelepiped of the cell's lattice; in a tilted cell its "lengths" are the cell's
+heights, the distances between opposite faces). The same inputs give the same boxes on every
+rank: ties in a coordinate are broken by global id.
 """
 
 import numpy as np
@@ -13,7 +15,7 @@ import numpy as np
 class Bisection:
     """The boxes (fractional coordinates, boxes[r] = (lo, hi), each (3,)) of `nparts` ranks from
     the bodies' fractional positions `frac` (n, 3) in [0, 1) and global ids `gid`; lengths: the
-    cell's lengths (which side is longest)."""
+    cell's lengths, its heights when it is tilted (which side is longest)."""
 
     def __init__(self, frac, gid, nparts, lengths):
         frac = np.asarray(frac, dtype=np.float64)
@@ -73,9 +75,16 @@ class Bisection:
                     stack.append((child, part))
         return out
 
-    def halo_ranks(self, frac, periodic, halo):
+    def halo_ranks(self, frac, periodic, halo, tilted=False):
         """(m, nparts) bool: whether each position lies within `halo` (m) of each rank's box,
-        through the periodic images of the periodic axes."""
+        through the periodic images of the periodic axes.
+
+        tilted: the cell is tilted and self.lengths are its heights. Its faces are then not
+        orthogonal, and the distance to a box is bounded below by the largest of the distances
+        across each pair of its faces (a change df of a fractional coordinate is a distance
+        df * height across those faces): a position is taken as near when that bound is below
+        the halo (with a relative margin of 1e-12 for rounding), which keeps every body within the
+        halo and some farther."""
         frac = np.asarray(frac, dtype=np.float64).reshape(-1, 3)
         lo = self.boxes[:, 0][None, :, :]
         hi = self.boxes[:, 1][None, :, :]
@@ -86,12 +95,15 @@ class Bisection:
                 for shift in (-1.0, 1.0):
                     g = np.maximum(0.0, np.maximum(lo[..., k] - (f[..., k] + shift), (f[..., k] + shift) - hi[..., k]))
                     gap[..., k] = np.minimum(gap[..., k], g)
+        if tilted:
+            return np.max(gap * self.lengths, axis=2) < halo * (1.0 + 1e-12)
         dist2 = np.sum((gap * self.lengths) ** 2, axis=2)
         return dist2 < halo * halo
 
     def check_thickness(self, halo):
         """Refuse boxes thinner than the halo: a rank's ghosts would then reach past its
-        neighbours' boxes, and it would hold more ghosts than bodies of its own."""
+        neighbours' boxes, and it would hold more ghosts than bodies of its own. (In a tilted
+        cell, self.lengths are its heights: the thickness of a box across each pair of faces.)"""
         width = (self.boxes[:, 1] - self.boxes[:, 0]) * self.lengths
         r, k = np.unravel_index(np.argmin(width), width.shape)
         if width[r, k] < halo:

@@ -2,10 +2,13 @@
 
 A rank owns the spheres of its box (bisection.Bisection, at the build positions of the neighbour
 list) and holds as ghosts every other sphere within the halo (2 r_max + skin, the neighbour list's
-cutoff) of that box, periodic images included. Its pair rows are the rows of the serial neighbour
-list with an owned sphere, in the same order: local rows number the spheres in global-id order, so
-that the neighbour build (engine.neighbours.build_pairs) run on the local spheres lists exactly the
-serial list's rows among them, in the serial order and orientation. A row between spheres of two
+cutoff) of that box, periodic images included. Boxes are boxes of the cell's fractional
+coordinates, so in a sheared cell they are parallelepipeds that tilt with it, and the periodic
+images are whole shifts of the fractional coordinates (Lees-Edwards images included). Its pair
+rows are the rows of the serial neighbour list with an owned sphere, in the same order: local rows
+number the spheres in global-id order, so that the neighbour build (engine.neighbours.build_pairs)
+run on the local spheres lists exactly the serial list's rows among them, in the serial order and
+orientation. A row between spheres of two
 ranks is computed by both (no reverse communication), from the same inputs, so both hold the same
 contact state; the force on an owned sphere is then summed from the same rows in the same order as
 in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
@@ -36,11 +39,12 @@ import numpy as np
 
 from ..contact import rolling as RL
 from ..contact import state as S
-from ..core.cell import CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, wrap_and_grid
-from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SKIN, CTL_VISC,
-                           ICTL_MODE, ICTL_N, ICTL_NPAIRS,
-                           ICTL_NREBUILDS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ,
-                           OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
+                         cell_heights, flip_tilts)
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN,
+                           CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWCAND, ICTL_SORT,
+                           ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX,
+                           STATUS_DIVERGED)
 from ..core.exact_sum import exact_value, new_accumulator
 from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
                            run_steps)
@@ -68,32 +72,69 @@ def check_decomposable(sim, nranks):
         what = "viscous damping (restitution)"
     elif sim.adaptive_dt:
         what = "adaptive_dt"
-    elif np.any(sim.shear != 0.0) or np.any(sim.cell[CELL_TILT:CELL_TILT + 3] != 0.0):
-        what = "a sheared cell (control_shear)"
     if what is not None:
         raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
-                         "support spheres in a box, periodic or not, fixed, stretched by prescribed strain rates "
-                         "or driven by the stress servo, without walls or shear; see docs/parallel-mpi.md)")
+                         "support spheres in a box, periodic or not, fixed, stretched by prescribed strain rates, "
+                         "sheared or driven by the stress servo, without walls; see docs/parallel-mpi.md)")
     if sim.n < nranks:
         raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
                          "of spheres (every rank owns at least one)")
 
 
 def build_cell(cell):
-    """The cell as it was at the last neighbour rebuild (its lengths then; an unsheared cell
-    stretches about its origin)."""
+    """The cell as it was at the last neighbour rebuild: its lengths and tilts then (the cell
+    deforms about its origin). A cell built untilted was built with the orthogonal geometry
+    (core.cell.is_sheared was false: a shear rate moves the tilt in the step that sets it, so a
+    build after it sees a tilt), so its shear rates are cleared too."""
     built = cell.copy()
     built[CELL_L:CELL_L + 3] = cell[CELL_LBUILD:CELL_LBUILD + 3]
+    built[CELL_TILT:CELL_TILT + 3] = cell[CELL_TILT_BUILD:CELL_TILT_BUILD + 3]
+    if not np.any(built[CELL_TILT:CELL_TILT + 3] != 0.0):
+        built[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3] = 0.0
     return built
 
 
 def fractions(pos, cell, periodic):
-    """Fractional coordinates in [0, 1) of positions in the orthogonal cell."""
-    f = (pos - cell[CELL_LO:CELL_LO + 3]) / cell[CELL_L:CELL_L + 3]
+    """Fractional coordinates h^-1 (x - lo) of positions in the cell (core.cell.fractional's rule;
+    an untilted cell's (x - lo) / L), in [0, 1) along the periodic axes."""
+    d = pos - cell[CELL_LO:CELL_LO + 3]
+    L = cell[CELL_L:CELL_L + 3]
+    xy, xz, yz = cell[CELL_TILT:CELL_TILT + 3]
+    f = np.empty_like(d)
+    f[:, 2] = d[:, 2] / L[2]
+    f[:, 1] = (d[:, 1] - yz * f[:, 2]) / L[1]
+    f[:, 0] = (d[:, 0] - xy * f[:, 1] - xz * f[:, 2]) / L[0]
     for k in range(3):
         if periodic[k]:
             f[:, k] -= np.floor(f[:, k])
     return np.clip(f, 0.0, np.nextafter(1.0, 0.0))
+
+
+def cell_sizes(cell):
+    """(sizes, tilted): what the bisection and the halo measure fractional distances by, the
+    cell's lengths, or in a tilted cell its heights (core.cell.cell_heights)."""
+    tilts = cell[CELL_TILT:CELL_TILT + 3]
+    if np.any(tilts != 0.0):
+        return cell_heights(cell[CELL_L:CELL_L + 3], tilts), True
+    return cell[CELL_L:CELL_L + 3].copy(), False
+
+
+def displacements_since_build(pos, pos_build, cell):
+    """Each sphere's squared displacement relative to the cell's affine flow since the last
+    rebuild (engine.integration.advance_particles' measure, from the cell after the step)."""
+    lo = cell[CELL_LO:CELL_LO + 3]
+    Lb = cell[CELL_LBUILD:CELL_LBUILD + 3]
+    rel = pos_build - lo
+    d = pos - (lo + rel * (cell[CELL_L:CELL_L + 3] / Lb))
+    if np.any(cell[CELL_TILT:CELL_TILT + 3] != 0.0) or np.any(cell[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3] != 0.0):
+        # the off-diagonal terms of F = h h_build^-1 (core.cell.deformation_since_build)
+        xy_b, xz_b, yz_b = cell[CELL_TILT_BUILD:CELL_TILT_BUILD + 3]
+        f01 = (cell[CELL_TILT] - cell[CELL_L] / Lb[0] * xy_b) / Lb[1]
+        f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / Lb[1] * yz_b) / Lb[2]
+        f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / Lb[0] * xz_b - f01 * yz_b) / Lb[2]
+        d[:, 0] -= rel[:, 1] * f01 + rel[:, 2] * f02
+        d[:, 1] -= rel[:, 2] * f12
+    return np.einsum("ij,ij->i", d, d)
 
 
 def pack_bodies(sim, idx, gid, owner):
@@ -129,10 +170,15 @@ class Subdomain:
         # the damping work done before this decomposition; the ranks' work since is added to it
         self.base_work = float(sim.acc[ACC_LOCAL_WORK])
         self.local_work = 0.0
-        # a deforming cell (prescribed strain rates or the stress servo): the loop moves it on every
-        # rank alike, from the stress sum of all ranks, completed in the middle of each step (advance)
+        # a deforming or sheared cell (prescribed strain rates, shear or the stress servo; also one
+        # that did in the last step, whose work the servo closes with this step's stress sum): the
+        # loop moves it on every rank alike, from the stress sum of all ranks, completed in the
+        # middle of each step (advance)
         self.mode = sim.ictl[ICTL_MODE:ICTL_MODE + 3].copy()
-        self.deforming = bool(np.any(self.mode != 0) or np.any(sim.ctl[CTL_RATE:CTL_RATE + 3] != 0.0))
+        self.deforming = bool(np.any(self.mode != 0) or np.any(sim.ctl[CTL_RATE:CTL_RATE + 3] != 0.0)
+                              or np.any(sim.ctl[CTL_SHEAR:CTL_SHEAR + 3] != 0.0)
+                              or np.any(sim.cell[CELL_RATE:CELL_RATE + 3] != 0.0)
+                              or np.any(sim.cell[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3] != 0.0))
         n = sim.n
         gid = np.arange(n, dtype=np.int64)
         built = build_cell(sim.cell)
@@ -153,12 +199,12 @@ class Subdomain:
             self.local.stress_limbs[:] = sim.stress_limbs
 
     def _halo_ranks(self, frac, cell):
-        """halo_ranks of fractional positions in the cell `cell` (its lengths now)."""
-        self.tree.lengths = cell[CELL_L:CELL_L + 3].copy()
-        return self.tree.halo_ranks(frac, self.periodic, self.halo)
+        """halo_ranks of fractional positions in the cell `cell` (its shape now)."""
+        self.tree.lengths, tilted = cell_sizes(cell)
+        return self.tree.halo_ranks(frac, self.periodic, self.halo, tilted)
 
     def _bisect(self, frac, gid, cell):
-        tree = Bisection(frac, gid, self.size, cell[CELL_L:CELL_L + 3])
+        tree = Bisection(frac, gid, self.size, cell_sizes(cell)[0])
         tree.check_thickness(self.halo)
         return tree
 
@@ -237,14 +283,19 @@ class Subdomain:
         self.n_own = n_own = int(owned.sum())
         # the time loop advances the owned spheres only (the first ictl[ICTL_N] rows)
         L.ictl[ICTL_N] = n_own
-        # and never rebuilds by itself: rebuilds are collective (_rebuild)
+        # and never rebuilds by itself, not even for a tilt flip (engine.loop.rebuild_due with an
+        # infinite skin): rebuilds are collective (_rebuild)
         self.step_ctl = L.ctl.copy()
         self.step_ctl[CTL_SKIN] = np.inf
-        own = np.arange(n_own)
-        built = build_cell(L.cell)
-        near = self._halo_ranks(fractions(L.pos_build[:n_own], built, self.periodic), built)
-        send = [own[near[:, r]] if r != self.rank else own[:0] for r in range(self.size)]
-        recv = [np.flatnonzero(self.owner == r) if r != self.rank else own[:0] for r in range(self.size)]
+        # each rank tells each owner which of its spheres it holds as ghosts (in global-id order),
+        # so that the refresh sends exactly those, whatever the rounding of the halo test was
+        recv = [np.flatnonzero(self.owner == r) if r != self.rank else np.zeros(0, dtype=np.int64)
+                for r in range(self.size)]
+        wanted, counts = alltoallv(self.comm, [self.gid[r] for r in recv], 1)
+        local = np.searchsorted(self.gid[:n_own], wanted[:, 0])
+        if not np.array_equal(self.gid[np.minimum(local, n_own - 1)], wanted[:, 0]):
+            raise RuntimeError("a rank holds as a ghost a sphere its owner does not own")
+        send = np.split(local, np.cumsum(counts)[:-1])
         self.halo_update = HaloUpdate(self.comm, send, recv, HALO_FLOATS)
         lower = np.where(self.gid[L.pi[:m]] < self.gid[L.pj[:m]], L.pi[:m], L.pj[:m])
         self.authoritative = lower < n_own
@@ -287,12 +338,11 @@ class Subdomain:
             # the displacement since the rebuild (advance_particles' measure, relative to the cell's
             # stretch since the rebuild when it deforms)
             if self.deforming:
-                lo = L.cell[CELL_LO:CELL_LO + 3]
-                stretch = L.cell[CELL_L:CELL_L + 3] / L.cell[CELL_LBUILD:CELL_LBUILD + 3]
-                d = L.pos[:n_own] - (lo + (L.pos_build[:n_own] - lo) * stretch)
+                d2 = displacements_since_build(L.pos[:n_own], L.pos_build[:n_own], L.cell)
             else:
                 d = L.pos[:n_own] - L.pos_build[:n_own]
-            maxd2 = float(np.max(np.einsum("ij,ij->i", d, d))) if n_own else 0.0
+                d2 = np.einsum("ij,ij->i", d, d)
+            maxd2 = float(np.max(d2)) if n_own else 0.0
             flag = stops.flag if stops is not None else None
             self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)]), reduced, op=self.max_op)
             if reduced[1] > 0.0:
@@ -355,18 +405,21 @@ class Subdomain:
         """The neighbour rebuild of a decomposed run: new owners, bodies and rows sent to them,
         ghosts to the ranks whose halo they reach, the local list built with the rows carried."""
         L = self.local
-        ncell = np.empty(3, dtype=np.int64)
-        wrap_and_grid(L.pos, L.n, L.cell, L.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3], self.halo, ncell)
-        frac = fractions(L.pos, L.cell, self.periodic)
+        # the positions travel as they are (the local build wraps them once, as the serial build
+        # does); their owners follow from the fractional coordinates in the cell the build will
+        # use (its tilts flipped back within half a cell length: the same lattice of images)
+        cell = L.cell.copy()
+        flip_tilts(cell)
+        frac = fractions(L.pos, cell, self.periodic)
         own = np.arange(self.n_own)
         self.rebuilds_since_balance += 1
         if self.rebuilds_since_balance >= self.rebalance_every:
             all_frac, _ = allgatherv(self.comm, frac[own], 3)
             all_gid, _ = allgatherv(self.comm, self.gid[own], 1)
-            self.tree = self._bisect(all_frac, all_gid[:, 0], L.cell)
+            self.tree = self._bisect(all_frac, all_gid[:, 0], cell)
             self.rebuilds_since_balance = 0
         new_owner = self.tree.owner(frac)
-        dest = self._halo_ranks(frac[own], L.cell)
+        dest = self._halo_ranks(frac[own], cell)
         dest[np.arange(own.size), new_owner[own]] = True
         bf, bi = pack_bodies(L, own, self.gid, new_owner[own])
         m = int(L.ictl[ICTL_NPAIRS])
