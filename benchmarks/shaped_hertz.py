@@ -84,11 +84,11 @@ R = 1e-3
 FULL = dict(sphere_steps=300, sphere_cells=(6, 12, 24), ell_cells=12, deltas=(1e-3, 3e-3, 1e-2), ratios=(1.0, 2.0, 4.0),
             reps=4000, rounds=7, impact_psi1=(0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 7.0), impact_spc=200, bulk_points=5,
             bulk_area_nodes=4000, cost_side=6, cost_steps=50, cost_rounds=5, pack_n=125, pack_nodes=100,
-            pack_points=4, pack_prep_steps=30000, pack_servo_steps=6000, pack_rest_steps=6000, pack_ramp=100,
+            pack_points=4, pack_prep_steps=40000, pack_servo_steps=6000, pack_rest_steps=5000, pack_ramp=100,
             servo_steps=6000, servo_ramp=40, servo_relax=600)
 QUICK = dict(sphere_steps=120, sphere_cells=(12,), ell_cells=12, deltas=(1e-3, 1e-2), ratios=(1.0, 2.0, 4.0), reps=1000,
              rounds=3, impact_psi1=(1.0, 4.0), impact_spc=100, bulk_points=3, bulk_area_nodes=2000, cost_side=5,
-             cost_steps=20, cost_rounds=3, pack_n=100, pack_nodes=60, pack_points=3, pack_prep_steps=30000,
+             cost_steps=20, cost_rounds=3, pack_n=100, pack_nodes=60, pack_points=3, pack_prep_steps=40000,
              pack_servo_steps=4000, pack_rest_steps=4000, pack_ramp=100, servo_steps=4000, servo_ramp=30, servo_relax=400)
 # psi2 of the level-set sphere with jaeger against Maw et al.: the sphere engine's bound is 3e-3
 # (benchmarks/impact_suite.py); the level set adds its surface's error (a spline through a grid of
@@ -102,7 +102,8 @@ TOL_PACKING_EXPONENT = 0.05
 # strains delta/d of ~2e-3 to ~9e-3 with the scenario's E = 70 GPa, d = 2 mm) that the coordination
 # changes by a few per cent over the decade (reported as coordination_change)
 PACK_P_LO = 2e6
-PACK_JAMMED = 0.2         # the fast compression stops when the pressure passes this fraction of PACK_P_LO
+PACK_JAMMED = 0.2         # the preparation's compression stops when the held pressure passes this fraction of PACK_P_LO
+PACK_CHUNK_STRAIN = 7.5e-4  # the strain per axis of each chunk of the preparation's compression near jamming
 PACK_CONTACT_STRAIN = 3e-3  # the scale of the contacts' strain the slow servo's rate is set from (servo_to)
 PACK_DP = 0.02            # the isotropic increment: this fraction of p at the approach's secant modulus
 PACK_DV_FALLBACK = 3e-5   # the increment when the approach gives no secant modulus
@@ -692,9 +693,9 @@ def _rest_row(m, ok):
 def random_packing_bulk_case(cfg):
     """K = dp/d(eps_v) of a random packing of ellipsoids under isotropic pressure p, over a decade of
     p, for the Hertz curvature law and the area law, by the same procedure. The packing: the scenario's
-    grains (scenarios.levelset_biaxial: a loose lattice, random orientations) compressed frictionless at
-    a constant strain rate (slower once dense) until the pressure passes PACK_JAMMED of the lowest
-    target, then by the slow servo (`servo_to`: at most 1e-3 of PACK_CONTACT_STRAIN per step) to it, at
+    grains (scenarios.levelset_biaxial: a loose lattice, random orientations) compressed frictionless
+    by strain control (fast while loose, then in chunks each held before its pressure is read) until
+    the held pressure passes PACK_JAMMED of the lowest target, then by the slow servo (`servo_to`: at most 1e-3 of PACK_CONTACT_STRAIN per step) to it, at
     rest (`at_rest`), then friction mu = 0.3. At each target p in turn: the slow servo to it, the state
     at rest (a); an isotropic compression of d_eps_v (PACK_DP of the pressure at the secant modulus of
     the approach) and rest (b); its unloading and rest (c). K = (p_b - p_c) / ln(V_c / V_b), the
@@ -725,24 +726,28 @@ def random_packing_fit(law, cfg):
     sim, materials = build_assembly(config, 0.0)
     sim.setup()
     sim.set_local_damping(0.7)
-    # the scenario's loose-assembly rate (1e-4 per step) to a void ratio of 0.9, well below
-    # jamming, then 2e-5 per step, checked every 25 steps, until the contacts carry PACK_JAMMED p
-    strain_rate = -1e-4 / sim.dt
-    for k in range(3):
-        sim.control_axis(k, strain_rate=strain_rate)
+    # loose: the scenario's rate (1e-4 per step) to a void ratio of 0.9, then 2e-5 per step to 0.55,
+    # below the jamming of these ellipsoids (a dense gas: its pressure while compressed is that of
+    # collisions, not of a contact network); then chunks of PACK_CHUNK_STRAIN at 1/250 of it per step,
+    # each held for 250 steps, until the held pressure passes PACK_JAMMED of the lowest target with the
+    # grains near equilibrium (unbalanced force ratio < 0.1: a contact network, not a gas's collisions)
+    for rate, void_ratio in ((1e-4, 0.9), (2e-5, 0.55)):
+        for k in range(3):
+            sim.control_axis(k, strain_rate=-rate / sim.dt)
+        while sim.measure()["void_ratio"] > void_ratio and sim.step_count < cfg["pack_prep_steps"]:
+            sim.run(50)
     while sim.step_count < cfg["pack_prep_steps"]:
+        strain_cell(sim, -PACK_CHUNK_STRAIN, 250)
+        for k in range(3):
+            sim.control_axis(k, strain_rate=0.0)
+        sim.run(250)
         m = sim.measure()
-        if m["void_ratio"] < 0.9 and strain_rate < -2e-5 / sim.dt:
-            strain_rate = -2e-5 / sim.dt
-            for k in range(3):
-                sim.control_axis(k, strain_rate=strain_rate)
-        if m["pressure"] > PACK_JAMMED * pressures[0]:
+        if m["pressure"] > PACK_JAMMED * pressures[0] and m["unbalanced_force_ratio"] < 0.1:
             break
-        sim.run(25)
     prev, ok = at_rest(sim, cfg["pack_rest_steps"])
     v_prev = sim.volume
     print(f"random packing {law}: prepared in {sim.step_count} steps, {_rest_row(prev, ok)}, "
-          f"coordination {prev['coordination']:.3f}", file=sys.stderr, flush=True)
+          f"coordination {prev['coordination']:.3f}, void ratio {prev['void_ratio']:.4f}", file=sys.stderr, flush=True)
     rows = []
     for k, p in enumerate(pressures):
         approached = servo_to(sim, p, PACK_CONTACT_STRAIN, cfg["pack_servo_steps"], check=100)
@@ -756,6 +761,8 @@ def random_packing_fit(law, cfg):
         k_secant = (ma["pressure"] - prev["pressure"]) / math.log(v_prev / va) if va < v_prev else math.nan
         d_v = PACK_DP * ma["pressure"] / k_secant if k_secant > 0.0 else PACK_DV_FALLBACK
         strain_cell(sim, -d_v / 3.0, cfg["pack_ramp"])
+        print(f"random packing {law}: p {ma['pressure']:.4g} at step {sim.step_count}, {_rest_row(ma, ok_a)}, "
+              f"coordination {ma['coordination']:.3f}, approached {approached}", file=sys.stderr, flush=True)
         mb, ok_b = at_rest(sim, cfg["pack_rest_steps"])
         vb = sim.volume
         strain_cell(sim, d_v / 3.0, cfg["pack_ramp"])
