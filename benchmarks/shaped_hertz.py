@@ -744,19 +744,20 @@ def random_packing_fit(law, cfg):
         m = sim.measure()
         if m["pressure"] > PACK_JAMMED * pressures[0] and m["unbalanced_force_ratio"] < 0.1:
             break
+    # near jamming the servo's state at the target is not a state at rest: the packing is jammed by
+    # a first approach to the lowest target, at rest, before friction and before any measurement
+    servo_to(sim, pressures[0], PACK_CONTACT_STRAIN, cfg["pack_servo_steps"], check=100)
+    at_rest(sim, cfg["pack_rest_steps"])
+    restore_friction(sim, config["material"]["mu"], materials)
     prev, ok = at_rest(sim, cfg["pack_rest_steps"])
     v_prev = sim.volume
     print(f"random packing {law}: prepared in {sim.step_count} steps, {_rest_row(prev, ok)}, "
           f"coordination {prev['coordination']:.3f}, void ratio {prev['void_ratio']:.4f}", file=sys.stderr, flush=True)
     rows = []
-    for k, p in enumerate(pressures):
+    for p in pressures:
         approached = servo_to(sim, p, PACK_CONTACT_STRAIN, cfg["pack_servo_steps"], check=100)
         ma, ok_a = at_rest(sim, cfg["pack_rest_steps"])
         va = sim.volume
-        if k == 0:
-            restore_friction(sim, config["material"]["mu"], materials)
-            ma, ok_a = at_rest(sim, cfg["pack_rest_steps"])
-            va = sim.volume
         # the increment from the secant modulus of the approach (its pressure rise over its strain)
         k_secant = (ma["pressure"] - prev["pressure"]) / math.log(v_prev / va) if va < v_prev else math.nan
         d_v = PACK_DP * ma["pressure"] / k_secant if k_secant > 0.0 else PACK_DV_FALLBACK
