@@ -163,7 +163,8 @@ def plot_shaped_hertz(data, out_dir):
 
 def plot_random_packing(data, out_dir):
     """shaped_hertz_random_packing.png from benchmarks/shaped_hertz.py --random-packing's JSON: the bulk
-    modulus K against p for both laws with the slopes 1/3 and 1/2 through each law's first point, and
+    modulus K against p for both laws with the slopes 1/3 and 1/2 through each law's mean point (of the
+    logs), and
     the coordination Z against p; returns its path."""
     _require(data, ["cases"], "shaped_hertz --random-packing")
     cases = data["cases"]
@@ -177,9 +178,10 @@ def plot_random_packing(data, out_dir):
         p = np.array([r["p"] for r in c["rows"]])
         K = np.array([r["K"] for r in c["rows"]])
         line = ax.loglog(p, K, mk, ms=7, label=f"{label}: fitted n = {c['exponent']:.3f}")[0]
+        p_mid, k_mid = np.exp(np.mean(np.log(p))), np.exp(np.mean(np.log(K)))
         for slope, style in ((1 / 3, "--"), (1 / 2, ":")):
-            ax.loglog(p, K[0] * (p / p[0]) ** slope, style, color=line.get_color(), lw=1,
-                      label=f"p^{'1/3' if slope < 0.4 else '1/2'} through its first point")
+            ax.loglog(p, k_mid * (p / p_mid) ** slope, style, color=line.get_color(), lw=1,
+                      label=f"slope {'1/3' if slope < 0.4 else '1/2'} through its mean point")
         az.semilogx(p, [r["coordination"] for r in c["rows"]], mk + "-", color=line.get_color(), label=label)
     ax.set_xlabel("pressure p (Love–Weber, at rest)")
     ax.set_ylabel("bulk modulus K = dp/dε_v (unloading)")
