@@ -2,6 +2,7 @@
 
     python benchmarks/shaped_hertz.py --json results/bench/shaped_hertz.json [--quick]
     python benchmarks/shaped_hertz.py --bulk-modulus [--quick] --json FILE   # the servo cell's cases alone
+    python benchmarks/shaped_hertz.py --random-packing [--quick] --json FILE # the random packing's alone
 
 Writes {"cases": {NAME: {"error", "tolerance", "reference"}}, "cost_ratio_vs_area": ..., ...}. Its figures
 (docs/img/shaped_hertz_*.png) are drawn from that file by benchmarks/check_plots.py --shaped-hertz FILE.
@@ -33,10 +34,12 @@ Cases (each against an independent reference):
   equilibrium by symmetry, so the affine compression is its quasi-static path; fixed fabric), p from
   the engine's pair forces; the fitted exponent of K ~ p^n over a decade of p: 1/3 for Hertz, and the
   area law's departing from it.
-- random_packing_bulk_exponent_*: K = dp/d(eps_v) of a random packing of ellipsoids (125 in the full
-  form, 100 quick) compacted by the cell's servo to each p of a decade, from a 10 % isotropic
-  pressure increment between two states at rest; the fitted exponent of K ~ p^n: 1/3 for Hertz within
-  TOL_PACKING_EXPONENT, and the area law's departing from it.
+- random_packing_bulk_exponent_* (alone with --random-packing): K = dp/d(eps_v) of a random packing
+  of ellipsoids (125 in the full form, 100 quick; prepared frictionless by strain control, then
+  mu = 0.3) at rest at each p of the decade PACK_P_LO..10 PACK_P_LO, from a small isotropic
+  compression (2 % of p) and its unloading between states at rest (REST_* criteria); the fitted
+  exponent of K ~ p^n: 1/3 for Hertz within TOL_PACKING_EXPONENT, and the area law's departing from
+  it; the coordination at each state and its change over the decade beside.
 - servo_bulk_exponent_* (alone with --bulk-modulus): K = dp/d(eps_v) of a lattice packing (3 x 3 x 4 aligned
   ellipsoids, simple cubic) through the engine's periodic servo cell: the stress servo to each p of a
   decade, then isotropic strain increments of -+5 % of the contacts' strain between states at rest,
