@@ -698,9 +698,10 @@ def random_packing_bulk_case(cfg):
     p, for the Hertz curvature law and the area law, by the same procedure. The packing: the scenario's
     grains (scenarios.levelset_biaxial: a loose lattice, random orientations) compressed frictionless
     by strain control (fast while loose, then in chunks each held before its pressure is read) until
-    the held pressure passes PACK_JAMMED of the lowest target, then by the slow servo (`servo_to`: at most 1e-3 of PACK_CONTACT_STRAIN per step) to it, at
-    rest (`at_rest`), then friction mu = 0.3. At each target p in turn: the slow servo to it, the state
-    at rest (a); an isotropic compression of d_eps_v (PACK_DP of the pressure at the secant modulus of
+    the held pressure passes PACK_JAMMED of the lowest target with the grains near equilibrium, then
+    by the slow servo (`servo_to`: at most 1e-3 of PACK_CONTACT_STRAIN per step) to it, at rest
+    (`at_rest`), then friction mu = 0.3 and at rest again. At each target p in turn: the slow servo to
+    it, the state at rest (a); an isotropic compression of d_eps_v (PACK_DP of the pressure at the secant modulus of
     the approach) and rest (b); its unloading and rest (c). K = (p_b - p_c) / ln(V_c / V_b), the
     unloading branch (loading slides contacts; unloading is elastic), at p = (p_b + p_c) / 2;
     K_loading = (p_b - p_a) / ln(V_a / V_b) beside. p is the measured (Love-Weber) pressure: it need
