@@ -9,6 +9,8 @@
   tolerance), shaped_hertz_ellipsoids.png (signed force error against Johnson's elliptical Hertz for the
   three effective-radius rules), shaped_hertz_bulk_modulus.png (K against p, both laws),
   shaped_hertz_impact.png (the level-set sphere's psi2 against psi1, four tangential laws);
+- from benchmarks/shaped_hertz.py --random-packing's JSON: shaped_hertz_random_packing.png (K against
+  p of a random packing of ellipsoids, both laws, with the slopes 1/3 and 1/2; Z against p);
 - from benchmarks/impact_suite.py's JSON: impact_co123_spin.png (Chung & Ooi tests 1-3 and the impacts
   driven by spin, every row's error against its tolerance);
 - from benchmarks/lsdem.py's JSON, with shaped_hertz.py's convergence rows: levelset_convergence.png
@@ -163,6 +165,40 @@ def plot_shaped_hertz(data, out_dir):
     return paths
 
 
+def plot_random_packing(data, out_dir):
+    """shaped_hertz_random_packing.png from benchmarks/shaped_hertz.py --random-packing's JSON: the bulk
+    modulus K against p for both laws with the slopes 1/3 and 1/2 through each law's mean point (of the
+    logs), and
+    the coordination Z against p; returns its path."""
+    _require(data, ["cases"], "shaped_hertz --random-packing")
+    cases = data["cases"]
+    keys = ("random_packing_bulk_exponent_hertz_curvature", "random_packing_bulk_exponent_area_not_hertz")
+    _require(cases, keys, "shaped_hertz --random-packing cases")
+    plt = _pyplot()
+    os.makedirs(out_dir, exist_ok=True)
+    f, (ax, az) = plt.subplots(1, 2, figsize=(10.5, 4.4))
+    for key, label, mk in zip(keys, ("hertz_curvature", "area law"), "os"):
+        c = cases[key]
+        p = np.array([r["p"] for r in c["rows"]])
+        K = np.array([r["K"] for r in c["rows"]])
+        line = ax.loglog(p, K, mk, ms=7, label=f"{label}: fitted n = {c['exponent']:.3f}")[0]
+        p_mid, k_mid = np.exp(np.mean(np.log(p))), np.exp(np.mean(np.log(K)))
+        for slope, style in ((1 / 3, "--"), (1 / 2, ":")):
+            ax.loglog(p, k_mid * (p / p_mid) ** slope, style, color=line.get_color(), lw=1,
+                      label=f"slope {'1/3' if slope < 0.4 else '1/2'} through its mean point")
+        az.semilogx(p, [r["coordination"] for r in c["rows"]], mk + "-", color=line.get_color(), label=label)
+    ax.set_xlabel("pressure p (Love–Weber, at rest)")
+    ax.set_ylabel("bulk modulus K = dp/dε_v (unloading)")
+    ax.set_title("Random packing of ellipsoids (1, 0.8, 0.6): K against p", fontsize=10)
+    ax.legend(fontsize=7)
+    az.set_xlabel("pressure p")
+    az.set_ylabel("coordination Z (contacts per grain)")
+    az.set_title("Coordination at each state", fontsize=10)
+    az.legend(fontsize=8)
+    f.tight_layout()
+    return _save(f, out_dir, "shaped_hertz_random_packing.png")
+
+
 # ----------------------------------------------------------------------------- impact_suite.py
 def plot_impact_checks(data, out_dir):
     """impact_co123_spin.png from benchmarks/impact_suite.py's JSON: every row of Chung & Ooi tests 1-3
@@ -312,13 +348,15 @@ def _load(path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shaped-hertz", metavar="FILE", help="benchmarks/shaped_hertz.py's JSON")
+    ap.add_argument("--random-packing", metavar="FILE",
+                    help="benchmarks/shaped_hertz.py --random-packing's JSON")
     ap.add_argument("--impact", metavar="FILE", help="benchmarks/impact_suite.py's JSON")
     ap.add_argument("--lsdem", metavar="FILE", help="benchmarks/lsdem.py's JSON (with --shaped-hertz)")
     ap.add_argument("--mixed", metavar="FILE", help="benchmarks/mixed_checks.py's JSON")
     ap.add_argument("--out", required=True, metavar="DIR", help="folder for the PNGs")
     args = ap.parse_args(argv)
-    if not (args.shaped_hertz or args.impact or args.mixed):
-        ap.error("give --shaped-hertz FILE, --impact FILE and/or --mixed FILE")
+    if not (args.shaped_hertz or args.impact or args.mixed or args.random_packing):
+        ap.error("give --shaped-hertz FILE, --random-packing FILE, --impact FILE and/or --mixed FILE")
     if args.lsdem and not args.shaped_hertz:
         ap.error("--lsdem needs --shaped-hertz FILE too (its figure uses both)")
     paths = []
@@ -327,6 +365,8 @@ def main(argv=None):
         paths += plot_shaped_hertz(shaped, args.out)
         if args.lsdem:
             paths += plot_levelset_convergence(_load(args.lsdem), shaped, args.out)
+    if args.random_packing:
+        paths.append(plot_random_packing(_load(args.random_packing), args.out))
     if args.impact:
         paths += plot_impact_checks(_load(args.impact), args.out)
     if args.mixed:

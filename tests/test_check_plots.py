@@ -32,6 +32,16 @@ def test_figures_from_the_recorded_files(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
 
 
+def test_random_packing_figure_from_its_recorded_file(tmp_path):
+    mod = _plots()
+    status = mod.main(["--random-packing", str(DATA / "shaped_hertz_random_packing.json"), "--out", str(tmp_path)])
+    assert status == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shaped_hertz_random_packing.png"]
+    assert (tmp_path / "shaped_hertz_random_packing.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="random-packing"):
+        mod.plot_random_packing(json.loads((DATA / "lsdem.json").read_text()), str(tmp_path))
+
+
 def test_a_file_of_another_benchmark_is_refused(tmp_path):
     mod = _plots()
     lsdem = json.loads((DATA / "lsdem.json").read_text())
