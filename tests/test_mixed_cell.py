@@ -1,4 +1,6 @@
-"""Spheres and level-set grains together in the deforming periodic cell (bodies.mixed).
+"""Spheres and level-set grains together in the deforming periodic cell (bodies.mixed), the grains
+touching by the node law ("area") and by the Hertz-curvature law (bodies.mixed_hertz; its tangential
+law Jäger's), each check made for both.
 
 References: (1) translation invariance in a sheared and compressed cell -- a grain-sphere pair in
 contact across the faces of the tilted cell feels the forces of the same pair in the middle (the
@@ -13,11 +15,13 @@ the uninterrupted run bit for bit.
 
 import math
 
+import numba
 import numpy as np
 import pytest
 
 from graindem.bodies.mixed import MC_NCONTACTS
 from graindem.engine import Simulation, checkpoint
+from graindem.engine.loop import run_steps
 from graindem.particles import LevelSetGrain
 
 L = 7.0  # the sheared cell's heights must exceed two cutoffs at the largest tilt
@@ -30,11 +34,25 @@ def ellipsoid():
     return LevelSetGrain.ellipsoid(1.0, 0.7, 0.5, spacing=0.1, n_nodes=400)
 
 
-def sheared_pair(grain, centre, shear=5.0, squeeze=-2.0):
+@pytest.fixture(params=["area", "hertz_curvature"])
+def law(request):
+    return request.param
+
+
+def set_grain_law(sim, law, stiffness, damping_ratio):
+    """The grains' contact law: the area law of `stiffness`, or the Hertz-curvature law (from the
+    materials' E and nu) with Jäger's tangential law."""
+    if law == "area":
+        sim.set_grain_contact(stiffness, law="area", damping_ratio=damping_ratio)
+    else:
+        sim.set_grain_contact(law="hertz_curvature", tangential="jaeger", damping_ratio=damping_ratio)
+
+
+def sheared_pair(grain, centre, law, shear=5.0, squeeze=-2.0):
     """One grain and one sphere in contact, no gravity, in a cell sheared in xy and compressed in z."""
     sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=1e-3, allow_unstable_dt=True)
     sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.set_grain_contact(1e3, law="area", damping_ratio=0.2)
+    set_grain_law(sim, law, 1e3, 0.2)
     c = np.asarray(centre, dtype=float)
     sim.add_grains(grain, [c], orientations=np.array([Q1]), velocities=[(0.05, 0.1, 0.0)],
                    angular_velocities=[(0.0, 0.0, 0.5)])
@@ -44,15 +62,15 @@ def sheared_pair(grain, centre, shear=5.0, squeeze=-2.0):
     return sim
 
 
-def test_grain_sphere_pair_across_the_faces_of_a_sheared_cell_feels_the_forces_of_the_middle(ellipsoid):
-    middle = sheared_pair(ellipsoid, (3.0, 2.5, 3.0))
+def test_grain_sphere_pair_across_the_faces_of_a_sheared_cell_feels_the_forces_of_the_middle(ellipsoid, law):
+    middle = sheared_pair(ellipsoid, (3.0, 2.5, 3.0), law)
     middle.run(30)
     assert middle.mixed.mctl[MC_NCONTACTS] == 1, "the pair must be in contact"
     assert middle.cell_matrix[1, 0] > 0.14 * L, "the cell must have tilted"
     assert middle.box_lengths[2] < 0.95 * L, "the cell must have shrunk along z"
     # the same pair shifted so that its contact lies across the y face (where the image moves by the
     # tilt: Lees-Edwards) and across the x and z faces
-    across = sheared_pair(ellipsoid, np.array((3.0, 2.5, 3.0)) + (-3.4, 3.4, 3.35))
+    across = sheared_pair(ellipsoid, np.array((3.0, 2.5, 3.0)) + (-3.4, 3.4, 3.35), law)
     across.run(30)
     assert across.grains.pos[0, 1] > 0.0 and across.pos[0, 1] < L  # both wrapped into the cell
     scale = np.abs(middle.force).max()
@@ -63,8 +81,8 @@ def test_grain_sphere_pair_across_the_faces_of_a_sheared_cell_feels_the_forces_o
     np.testing.assert_allclose(across.stress(), middle.stress(), rtol=0, atol=1e-9 * np.abs(middle.stress()).max())
 
 
-def test_stress_of_one_grain_sphere_pair_is_its_force_times_its_branch(ellipsoid):
-    sim = sheared_pair(ellipsoid, (6.2, 6.0, 3.0))  # the sphere lies across the y face
+def test_stress_of_one_grain_sphere_pair_is_its_force_times_its_branch(ellipsoid, law):
+    sim = sheared_pair(ellipsoid, (6.2, 6.0, 3.0), law)  # the sphere lies across the y face
     sim.run(15)
     assert sim.mixed.mctl[MC_NCONTACTS] == 1
     d = sim.pos[0] - sim.grains.pos[0]
@@ -76,13 +94,13 @@ def test_stress_of_one_grain_sphere_pair_is_its_force_times_its_branch(ellipsoid
     assert np.trace(sim.stress()) > 0.0, "a repulsive contact is compressive (positive)"
 
 
-def cell_scene(grain, dt):
+def cell_scene(grain, dt, law):
     """Three ellipsoids and six spheres colliding with friction and dampers in a fully periodic
     cell compressed along x and z and sheared in xy: every kind pair touches."""
     sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=dt, allow_unstable_dt=True, energy_accounting=True,
                      restitution=0.5)
     sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.set_grain_contact(2e3, law="area", damping_ratio=0.1)
+    set_grain_law(sim, law, 2e3, 0.1)
     sim.add_grains(grain, [(1.5, 1.5, 1.5), (3.9, 1.5, 1.7), (2.0, 4.5, 5.0)], orientations=np.array([Q1, Q1, Q1]),
                    velocities=[(0.2, 0.0, -0.1), (-0.3, 0.0, 0.0), (0.0, -0.2, 0.3)])
     sim.add_particles([(1.5, 3.2, 1.5), (4.4, 3.0, 4.1), (2.2, 6.0, 5.0), (5.5, 5.5, 2.0), (6.2, 5.3, 3.2),
@@ -95,7 +113,7 @@ def cell_scene(grain, dt):
     return sim
 
 
-def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
+def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid, law):
     """The cell's work (the servo's book of -V sigma : L dt over every contact, of both kinds) is
     what the balance needs: at dt the error is below 3e-3 of the largest term (the tolerance of
     grains alone, test_levelset_cell) and it falls with the step (first order: the dampers' work is
@@ -103,7 +121,7 @@ def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
     and every kind pair's dissipation exceed that tolerance, so leaving any of them out fails it."""
     runs = {}
     for dt in (5e-4, 1.25e-4):
-        sim = cell_scene(ellipsoid, dt)
+        sim = cell_scene(ellipsoid, dt, law)
         sim.run(int(round(2.0 / dt)))
         runs[dt] = sim.measure()
     m = runs[1.25e-4]
@@ -118,9 +136,9 @@ def test_energy_balance_of_a_mixed_run_in_a_deforming_cell_closes(ellipsoid):
         assert by_kind[kind]["viscous_dissipation"] > tol, (kind, by_kind[kind])
 
 
-def test_mixed_run_in_a_sheared_servo_cell_restarts_bit_for_bit(ellipsoid, tmp_path):
+def test_mixed_run_in_a_sheared_servo_cell_restarts_bit_for_bit(ellipsoid, law, tmp_path):
     def start():
-        sim = cell_scene(ellipsoid, 2e-3)
+        sim = cell_scene(ellipsoid, 2e-3, law)
         sim.control_axis(1, stress=5.0, gain=0.5, max_rate=0.5)  # the servo on y, on both kinds' stress
         return sim
     ref = start()
@@ -137,3 +155,18 @@ def test_mixed_run_in_a_sheared_servo_cell_restarts_bit_for_bit(ellipsoid, tmp_p
     for name in a:
         np.testing.assert_array_equal(b[name], a[name], err_msg=name)
     assert ref.cell_matrix[1, 0] != 0.0 and ref.box_lengths[1] != L, "the cell must have sheared and moved on y"
+    if law == "hertz_curvature":
+        assert "sg_hertz_fs" in a and "grain_hertz_pfs" in a, "the checkpoint must hold the Hertz rows"
+
+
+def test_the_sphere_step_of_a_mixed_run_shares_the_sphere_runs_compiled_loop(ellipsoid):
+    """A mixed step calls the sphere loop (engine.loop.run_steps) with the argument types of a sphere
+    run, the Simulation's stress accumulator included, so that both run one compiled variant."""
+    spheres = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=1e-3)
+    spheres.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
+    spheres.add_particles([(1.0, 1.0, 1.0), (2.05, 1.0, 1.0)], 0.5)
+    spheres.run(1)  # a call from Python: run_steps lists the signature it compiled or loaded
+    mixed = sheared_pair(ellipsoid, (3.0, 2.5, 3.0), "area")
+    mixed.run(1)
+    called = tuple(numba.typeof(a) for a in (1,) + mixed._sphere_args())
+    assert called in run_steps.signatures, (called, run_steps.signatures)

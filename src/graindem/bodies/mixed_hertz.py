@@ -38,11 +38,11 @@ from ..contact import shape_geometry as SG
 from ..contact import state as S
 from ..contact.laws import law_id
 from ..contact.store import HistoryStore
-from ..core.cell import CELL_L, CELL_TILT, is_sheared, min_image, min_image_tilted
+from ..core.cell import is_sheared
 from .levelset import MOTION_DYNAMIC
 from .levelset_hertz import (A_DISS, A_VISC, A_WORK, H_SCALE, H_WARM, LAW_NODE, N_HACC, N_HROW, carry_rows, new_rows,
                              push, record_point, row_energies, row_kinematics, row_law, template_coef)
-from .mixed import MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NCONTACTS, sphere_grain_forces
+from .mixed import MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NCONTACTS, sphere_branch, sphere_grain_forces
 
 
 @njit(inline="always")
@@ -76,8 +76,6 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
                                sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, sg_energy, acc, mctl)
     if n_cp < 0:
         return -1
-    Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
-    txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
     sheared = is_sheared(cell)
     geom = np.zeros(SG.N_GEOM)
     x0 = np.zeros(3)
@@ -91,13 +89,7 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
         mat_pair = material[g] * n_mat + s_material[s]
         if ltab[mat_pair] == LAW_NODE:
             continue
-        dx = s_pos[s, 0] - pos[g, 0]
-        dy = s_pos[s, 1] - pos[g, 1]
-        dz = s_pos[s, 2] - pos[g, 2]
-        if sheared:
-            ex, ey, ez = min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, periodic[0], periodic[1], periodic[2])
-        else:
-            ex, ey, ez = min_image(dx, dy, dz, Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+        ex, ey, ez = sphere_branch(pos, g, s_pos, s, cell, periodic, sheared)
         R = s_radius[s]
         r = radius[g] + R
         far = ex * ex + ey * ey + ez * ez >= r * r
