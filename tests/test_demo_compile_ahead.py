@@ -3,8 +3,6 @@
 import inspect
 import time
 
-from numba.core import types
-
 from graindem.demo import compile_ahead
 
 
@@ -54,11 +52,7 @@ def test_kernels_compiled_ahead_have_the_types_the_time_loop_gives_them():
     kernels = (pair_forces, wall_forces, advance_particles, compact_on_schedule)
     ahead = {kernel: kernel.signatures[-1] for kernel in kernels}
     sim.run(2)  # run_steps, compiled or loaded: its signature is then known
-    # a run with level-set grains calls run_steps without the stress sum's limbs (it makes its own):
-    # the sphere run's signature is the one that passes them
-    params = _parameters(run_steps)
-    loop = [dict(zip(params, sig)) for sig in run_steps.signatures
-            if not isinstance(dict(zip(params, sig))["limbs"], types.Omitted)][-1]
+    loop = dict(zip(_parameters(run_steps), run_steps.signatures[-1]))
     for kernel, signature in ahead.items():
         shared = [(name, ty) for name, ty in zip(_parameters(kernel), signature) if name in loop]
         # all but the time loop's own scratch arrays (prm, sc, act, live; the stress sum's `want`)

@@ -149,8 +149,6 @@ def test_mixed_run_writes_both_kinds_to_vtk(ellipsoid, tmp_path):
 
 @pytest.mark.parametrize("change, message", [
     (lambda s: setattr(s, "sort_particles", True), "sort_particles"),
-    (lambda s: (s.set_grain_contact(law="hertz_curvature"), s.control_axis(0, strain_rate=-0.1)),
-     "deforming periodic cell.*hertz_curvature"),
     (lambda s: s.add_particles([(9.0, 9.0, 9.0)], 0.05), "below the spacing .* of the grains' surface nodes"),
 ])
 def test_unsupported_features_of_a_mixed_run_are_refused(ellipsoid, change, message):

@@ -824,7 +824,7 @@ class HertzRows:
         """(the kernel of the tangential law, energy accounting on)."""
         return LAW_KERNELS[law_id(contact["tangential"])], bool(self.mtab[0, S.P_ENERGY])
 
-    def _grow(self, bodies):
+    def grow(self, bodies):
         """Grow the pair rows to the capacity of bodies.pairs and the store to a step's need."""
         cap = len(bodies.pairs)
         if cap > len(self.hkey):
@@ -841,14 +841,21 @@ class HertzRows:
     def ensure_pairs(self, bodies, cell, periodic, skin):
         # the rows first grow to the capacity of bodies.pairs (a caller may have grown it): the
         # rebuild writes a row per listed pair
-        self._grow(bodies)
+        self.grow(bodies)
         st = self.store
         while not rebuild_rows(bodies.pos, bodies.radius, cell, periodic, skin, bodies.pairs, bodies.pos_build,
                                bodies.gctl, self.hctl, self.hkey, self.pfs, self.pist, self.pcq, self.prow, self.hacc,
                                st.pts, st.nxt, st.meta):
             bodies.pairs = np.zeros((2 * int(bodies.gctl[GC_NEED]), 2), dtype=np.int64)
-            self._grow(bodies)
-        self._grow(bodies)
+            self.grow(bodies)
+        self.grow(bodies)
+
+    def carry(self, bodies):
+        """Carry the rows to bodies.pairs, a list just rebuilt by `levelset.rebuild` or its like."""
+        self.grow(bodies)
+        st = self.store
+        carry_rows(bodies.pairs, int(bodies.gctl[GC_NPAIRS]), bodies.n, self.hctl, self.hkey, self.pfs, self.pist,
+                   self.pcq, self.prow, self.hacc, st.pts, st.nxt, st.meta)
 
     def forces(self, bodies, dt, gravity, cell, periodic, walls, contact, skin, limit, acc):
         """Forces, stress and wall forces at the current state; False if an overlap exceeds `limit`."""
@@ -865,7 +872,7 @@ class HertzRows:
         left = int(steps)
         done = 0
         while left > 0:
-            self._grow(b)  # the groups hold the grown arrays
+            self.grow(b)  # the groups hold the grown arrays
             k = run(count, MODE_RUN, left, dt, skin, limit,
                     *self.groups(b, contact, gravity, cell, ctl, ictl, periodic, walls, acc))
             left -= k

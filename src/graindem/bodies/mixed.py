@@ -40,13 +40,12 @@ unchanged; grains: bodies.levelset), and this module adds what joins them:
   angular momentum (both kinds' velocities at the half step) are conserved to round-off.
 
 Not offered for a mixed run (Simulation refuses it at setup): renumbering spheres
-(`sort_particles`: the grain-sphere list and histories hold sphere indices), adaptive dt, the
-deforming cell with the "hertz_curvature" grain law, deformable grains, spheres smaller than the
-grains' node spacing (the nodes would not resolve them).
+(`sort_particles`: the grain-sphere list and histories hold sphere indices), adaptive dt,
+deformable grains, spheres smaller than the grains' node spacing (the nodes would not resolve them).
 
 With the "hertz_curvature" grain law the grain pairs and the grain-sphere pairs of the material
 pairs that take it are Hertzian rows instead (bodies.levelset_hertz, bodies.mixed_hertz; the step:
-engine.mixed_hertz_loop).
+engine.mixed_hertz_loop), on the same cell, fixed or deforming.
 """
 
 import math
@@ -185,6 +184,20 @@ def sphere_grain_stale(g_pos, g_build, s_pos, s_build, cell, record, cutoff, ski
 
 
 @njit
+def sphere_branch(g_pos, g, s_pos, s, cell, periodic, sheared):
+    """The branch from grain g's centre to the nearest image of sphere s: the minimum image
+    through the cell, tilted when `sheared` (core.cell.is_sheared)."""
+    dx = s_pos[s, 0] - g_pos[g, 0]
+    dy = s_pos[s, 1] - g_pos[g, 1]
+    dz = s_pos[s, 2] - g_pos[g, 2]
+    if sheared:
+        return min_image_tilted(dx, dy, dz, cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2], cell[CELL_TILT],
+                                cell[CELL_TILT + 1], cell[CELL_TILT + 2], periodic[0], periodic[1], periodic[2])
+    return min_image(dx, dy, dz, cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2], periodic[0], periodic[1],
+                     periodic[2])
+
+
+@njit
 def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
                         t_areas, t_radius, g_pos, g_vel, g_omega, g_rot, g_mass, g_motion, g_radius, g_material,
                         g_force, g_torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque,
@@ -198,8 +211,6 @@ def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shap
     from the grain's level set, than its radius less that depth (a sphere sunk into a grain, which
     the grain's nodes alone would not see)."""
     G = g_pos.shape[0]
-    Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
-    txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
     sheared = is_sheared(cell)
     # `energy` is the grain-sphere contacts' own record: what they store now, what they did so far
     energy[lc.E_NORMAL] = 0.0
@@ -210,13 +221,7 @@ def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shap
         g = pairs[c, 0]
         code = pairs[c, 1]
         s = code - G
-        dx = s_pos[s, 0] - g_pos[g, 0]
-        dy = s_pos[s, 1] - g_pos[g, 1]
-        dz = s_pos[s, 2] - g_pos[g, 2]
-        if sheared:
-            ex, ey, ez = min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, periodic[0], periodic[1], periodic[2])
-        else:
-            ex, ey, ez = min_image(dx, dy, dz, Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+        ex, ey, ez = sphere_branch(g_pos, g, s_pos, s, cell, periodic, sheared)
         r = g_radius[g] + s_radius[s]
         if ex * ex + ey * ey + ez * ez >= r * r:
             continue

@@ -38,11 +38,11 @@ from ..contact import shape_geometry as SG
 from ..contact import state as S
 from ..contact.laws import law_id
 from ..contact.store import HistoryStore
-from ..core.cell import CELL_L, CELL_TILT, is_sheared, min_image, min_image_tilted
+from ..core.cell import CELL_RATE, CELL_SHEAR_RATE, is_sheared
 from .levelset import MOTION_DYNAMIC
 from .levelset_hertz import (A_DISS, A_VISC, A_WORK, H_SCALE, H_WARM, LAW_NODE, N_HACC, N_HROW, carry_rows, new_rows,
                              push, record_point, row_energies, row_kinematics, row_law, template_coef)
-from .mixed import MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NCONTACTS, sphere_grain_forces
+from .mixed import MC_BAD_GRAIN, MC_BAD_SPHERE, MC_NCONTACTS, sphere_branch, sphere_grain_forces
 
 
 @njit(inline="always")
@@ -76,12 +76,13 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
                                sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, sg_energy, acc, mctl)
     if n_cp < 0:
         return -1
-    Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
-    txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
     sheared = is_sheared(cell)
+    r00, r11, r22 = cell[CELL_RATE], cell[CELL_RATE + 1], cell[CELL_RATE + 2]
+    r01, r02, r12 = cell[CELL_SHEAR_RATE], cell[CELL_SHEAR_RATE + 1], cell[CELL_SHEAR_RATE + 2]
     geom = np.zeros(SG.N_GEOM)
     x0 = np.zeros(3)
     posB = np.zeros(3)
+    vB = np.zeros(3)
     eye = np.eye(3)
     n_touch = 0
     for c in range(n_pairs):
@@ -91,13 +92,7 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
         mat_pair = material[g] * n_mat + s_material[s]
         if ltab[mat_pair] == LAW_NODE:
             continue
-        dx = s_pos[s, 0] - pos[g, 0]
-        dy = s_pos[s, 1] - pos[g, 1]
-        dz = s_pos[s, 2] - pos[g, 2]
-        if sheared:
-            ex, ey, ez = min_image_tilted(dx, dy, dz, Lx, Ly, Lz, txy, txz, tyz, periodic[0], periodic[1], periodic[2])
-        else:
-            ex, ey, ez = min_image(dx, dy, dz, Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+        ex, ey, ez = sphere_branch(pos, g, s_pos, s, cell, periodic, sheared)
         R = s_radius[s]
         r = radius[g] + R
         far = ex * ex + ey * ey + ez * ez >= r * r
@@ -108,6 +103,10 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
         posB[0] = pos[g, 0] + ex
         posB[1] = pos[g, 1] + ey
         posB[2] = pos[g, 2] + ez
+        # the sphere's image moves with its own velocity plus the cell's flow between the two centres
+        vB[0] = s_vel[s, 0] + r00 * ex + r01 * ey + r02 * ez
+        vB[1] = s_vel[s, 1] + r11 * ey + r12 * ez
+        vB[2] = s_vel[s, 2] + r22 * ez
         t = tmpl[g]
         coef = template_coef(t_coef, t_coef_off, t_coef_shape, t)
         body_a = (coef, t_coef_origin[t], t_h[t], pos[g], rot[g], t_nodes[t_node_off[t]:t_node_off[t + 1]])
@@ -115,7 +114,7 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
         body_b = (SG.BODY_SPHERE, coef, t_coef_origin[t], t_h[t], posB, eye, t_nodes[0:0], R)
         r_ref = req[g] * R / (req[g] + R)
         go, touching, delta, dsx, dsy, sq, vn = row_kinematics(fs, ist, cq, row, c, far, body_a, body_b,
-                                                               radius[g] ** 2, np.inf, vel[g], omega[g], s_vel[s],
+                                                               radius[g] ** 2, np.inf, vel[g], omega[g], vB,
                                                                s_omega[s], dt, rule, curvature_limit * r_ref,
                                                                max_iter, geom, x0, quat[g], quat[g])
         if not go:

@@ -1,6 +1,6 @@
 """The step of a run with spheres and level-set grains whose grain contacts take the
 "hertz_curvature" law (some material pairs may keep the node law): `engine.mixed_loop.run_mixed`'s
-order, phases, statuses and resumption (the sphere step first, with the one servo and the cell's
+order, phases (its phase functions), statuses and resumption (the sphere step first, with the one servo and the cell's
 move; then the grains), with the grains' Hertz rows (bodies.levelset_hertz: rows carried at
 the grains' rebuild, `hertz_forces`) and the grain-sphere rows (bodies.mixed_hertz: rows carried at
 the grain-sphere rebuild, `sphere_grain_hertz_forces`).
@@ -12,18 +12,13 @@ calls again. One compiled entry per tangential law (as `levelset_hertz.LAW_KERNE
 from .._jit import njit
 from ..bodies.levelset import GC_NCP, GC_NPAIRS, GC_STEP, complete_step, neighbour_cutoff
 from ..bodies.levelset_hertz import carry_rows, hertz_forces
-from ..bodies.mixed import (MC_GRAIN_DIVERGED, MC_NPAIRS, MC_PHASE, MC_SG_DIVERGED, MC_STALE, MC_STATUS,
-                            rebuild_grain_list, rebuild_sphere_grain_pairs, sphere_grain_cutoff, sphere_grain_stale,
-                            start_grain_step)
+from ..bodies.mixed import MC_GRAIN_DIVERGED, MC_NPAIRS, MC_SG_DIVERGED, MC_STATUS, sphere_grain_cutoff
 from ..bodies.mixed_hertz import sphere_grain_hertz_forces
 from ..contact.rows import step_jaeger_outlined, step_linear, step_md_incremental, step_mindlin
 from ..contact.store import M_CAPACITY, M_LIVE
-from ..core.layout import CTL_LOCAL_DAMP, OUT_STATUS
-from ..core.layout import STATUS_DONE as SPHERES_DONE
-from ..core.layout import STATUS_PAIRS_FULL as SPHERE_PAIRS_FULL
-from .loop import run_steps
+from ..core.layout import CTL_LOCAL_DAMP
 from .mixed_loop import (PHASE_GRAIN_LIST, PHASE_GRAINS, PHASE_SG_LIST, PHASE_SPHERES, PHASE_START, STATUS_DONE,
-                         STATUS_GRAIN_PAIRS_FULL, STATUS_SG_PAIRS_FULL, STATUS_SPHERES, sphere_gravity_work)
+                         grain_list_phase, grain_phase, sphere_grain_list_phase, sphere_phase)
 
 # what a call does
 MODE_RUN = 0
@@ -71,7 +66,6 @@ def run_mixed_hertz(law_step, count, mode, n_steps, phase, dt, skin, limit, tmpl
     energy = out[3]
     s_pos, s_vel, s_omega, s_quat, s_force, s_torque, s_radius, s_mass = sph[:8]
     s_material = sph[9]
-    sout = sph[40]
     fs, ist, cq, row, sg_hacc, sg_pts, sg_nxt, sg_meta = sgrows
     spheres = (s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque)
     mctl[MC_STATUS] = STATUS_DONE
@@ -89,38 +83,26 @@ def run_mixed_hertz(law_step, count, mode, n_steps, phase, dt, skin, limit, tmpl
             if meta[M_CAPACITY] - meta[M_LIVE] < hkey.shape[0] + wfs.shape[0] or \
                     sg_meta[M_CAPACITY] - sg_meta[M_LIVE] < sg_hkey.shape[0]:
                 return it
-            run_steps(1, *sph)
-            if sout[OUT_STATUS] == SPHERES_DONE or sout[OUT_STATUS] == SPHERE_PAIRS_FULL:  # the spheres moved
-                sphere_gravity_work(dt, gravity, s_vel, s_mass, sg_energy)
-            if sout[OUT_STATUS] != SPHERES_DONE:
-                mctl[MC_STATUS] = STATUS_SPHERES
-                # pairs full: the sphere step is done but for its rebuild, which the caller makes
-                mctl[MC_PHASE] = PHASE_GRAINS if sout[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
+            if not sphere_phase(sph, dt, gravity, sg_energy, mctl):
                 return it
-        if phase <= PHASE_GRAINS:
-            ok, stale = start_grain_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia,
-                                         motion, force, torque, gravity, cell, walls, pos_build, g_record, energy, acc,
-                                         gctl)
-            if not ok:
-                mctl[MC_STATUS] = MC_GRAIN_DIVERGED
+        if phase <= PHASE_GRAINS and not grain_phase(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass,
+                                                     inertia, motion, force, torque, gravity, cell, walls, pos_build,
+                                                     g_record, energy, acc, gctl, mctl):
+            return it
+        if phase <= PHASE_GRAIN_LIST:
+            listed = grain_list_phase(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, g_record, mctl)
+            if listed < 0:
                 return it
-            mctl[MC_STALE] = 1 if stale else 0
-        if phase <= PHASE_GRAIN_LIST and mctl[MC_STALE] != 0:
-            if not rebuild_grain_list(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, g_record):
-                mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_GRAIN_LIST
+            if listed > 0:
+                carry_rows(pairs, gctl[GC_NPAIRS], G, hctl, hkey, pfs, pist, pcq, prow, hacc, pts, nxt, meta)
+        if phase <= PHASE_SG_LIST:
+            listed = sphere_grain_list_phase(pos, radius, s_pos, s_radius, cell, periodic, skin, sg_cutoff, sg_pairs,
+                                             sg_g_build, sg_s_build, sg_record, mctl)
+            if listed < 0:
                 return it
-            carry_rows(pairs, gctl[GC_NPAIRS], G, hctl, hkey, pfs, pist, pcq, prow, hacc, pts, nxt, meta)
-            mctl[MC_STALE] = 0
-        if phase <= PHASE_SG_LIST and sphere_grain_stale(pos, sg_g_build, s_pos, sg_s_build, cell, sg_record,
-                                                         sg_cutoff, skin):
-            if not rebuild_sphere_grain_pairs(pos, radius, s_pos, s_radius, cell, periodic, skin, sg_pairs,
-                                              sg_g_build, sg_s_build, sg_record, mctl):
-                mctl[MC_STATUS] = STATUS_SG_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_SG_LIST
-                return it
-            carry_rows(sg_pairs, mctl[MC_NPAIRS], G + N, sg_hctl, sg_hkey, fs, ist, cq, row, sg_hacc, sg_pts, sg_nxt,
-                       sg_meta)
+            if listed > 0:
+                carry_rows(sg_pairs, mctl[MC_NPAIRS], G + N, sg_hctl, sg_hkey, fs, ist, cq, row, sg_hacc, sg_pts,
+                           sg_nxt, sg_meta)
         if not mixed_hertz_forces(law_step, count, gctl[GC_STEP] + 1, dt, limit, tmpls, grains, env, lawp, nodes,
                                   rows, nbr, out, spheres, sg_pairs, sgrows, sg_energy, node_pairs, mctl):
             return it

@@ -3,7 +3,9 @@ njit call: one step of the sphere loop (loop.run_steps, which runs the one servo
 assembly's stress and moves the cell), the grains' first half step with the cell's flow of that
 step, the grains' list, the grain-sphere list, the forces at the new positions, the grains' second
 half kick. A phase that needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]),
-which grows them and resumes the step at that phase (engine.mixed_setup).
+which grows them and resumes the step at that phase (engine.mixed_setup). The phases but the
+forces are functions inlined here and in engine.mixed_hertz_loop, the step of the Hertz-curvature
+grain law, which runs them in the same order.
 
 Gravity's work on the spheres over the step, sum m g . v dt with the velocity of their drift (the
 cell's affine flow is the cell's work, not gravity's, as for the grains), goes to
@@ -41,6 +43,67 @@ PHASE_SPHERES, PHASE_GRAINS, PHASE_GRAIN_LIST, PHASE_SG_LIST, PHASE_FORCES = 0, 
 PHASE_START = PHASE_SPHERES
 
 
+@njit(inline="always")
+def sphere_phase(sph, dt, gravity, sg_energy, mctl):
+    """Phase PHASE_SPHERES: one step of the sphere loop (sph: the arguments of engine.loop.run_steps
+    after the step count) and gravity's work on the spheres over it. False if the sphere step
+    stopped: mctl[MC_STATUS] STATUS_SPHERES (run_steps's out record says why), mctl[MC_PHASE] where
+    to resume."""
+    out = sph[40]
+    run_steps(1, *sph)
+    if out[OUT_STATUS] == SPHERES_DONE or out[OUT_STATUS] == SPHERE_PAIRS_FULL:  # the spheres moved
+        sphere_gravity_work(dt, gravity, sph[1], sph[7], sg_energy)
+    if out[OUT_STATUS] != SPHERES_DONE:
+        mctl[MC_STATUS] = STATUS_SPHERES
+        # pairs full: the sphere step is done but for its rebuild, which the caller makes
+        mctl[MC_PHASE] = PHASE_GRAINS if out[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
+        return False
+    return True
+
+
+@njit(inline="always")
+def grain_phase(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
+                gravity, cell, walls, pos_build, record, energy, acc, gctl, mctl):
+    """Phase PHASE_GRAINS: the grains' first half step (bodies.mixed.start_grain_step); whether
+    their list is stale goes to mctl[MC_STALE]. False if a grain diverged (mctl[MC_STATUS])."""
+    ok, stale = start_grain_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
+                                 force, torque, gravity, cell, walls, pos_build, record, energy, acc, gctl)
+    if not ok:
+        mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
+        return False
+    mctl[MC_STALE] = 1 if stale else 0
+    return True
+
+
+@njit(inline="always")
+def grain_list_phase(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, record, mctl):
+    """Phase PHASE_GRAIN_LIST: the grains' own list rebuilt when mctl[MC_STALE] says so. Returns
+    1 if rebuilt, 0 if it was fresh, -1 if `pairs` must grow (mctl[MC_STATUS], mctl[MC_PHASE])."""
+    if mctl[MC_STALE] == 0:
+        return 0
+    if not rebuild_grain_list(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, record):
+        mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
+        mctl[MC_PHASE] = PHASE_GRAIN_LIST
+        return -1
+    mctl[MC_STALE] = 0
+    return 1
+
+
+@njit(inline="always")
+def sphere_grain_list_phase(g_pos, g_radius, s_pos, s_radius, cell, periodic, skin, cutoff, pairs, g_build, s_build,
+                            record, mctl):
+    """Phase PHASE_SG_LIST: the grain-sphere list rebuilt when stale. Returns 1 if rebuilt, 0 if
+    it was fresh, -1 if `pairs` must grow (mctl[MC_STATUS], mctl[MC_PHASE])."""
+    if not sphere_grain_stale(g_pos, g_build, s_pos, s_build, cell, record, cutoff, skin):
+        return 0
+    if not rebuild_sphere_grain_pairs(g_pos, g_radius, s_pos, s_radius, cell, periodic, skin, pairs, g_build, s_build,
+                                      record, mctl):
+        mctl[MC_STATUS] = STATUS_SG_PAIRS_FULL
+        mctl[MC_PHASE] = PHASE_SG_LIST
+        return -1
+    return 1
+
+
 @njit
 def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_build, g_record, gravity, cell,
               periodic, ctl, g_walls, wall_mat, g_acc, gctl, sph, s_material, sg_pairs, sg_g_build, sg_s_build,
@@ -51,46 +114,27 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
     (LevelSetBodies); g_record, sg_record: the build records of the grains' list and of the
     grain-sphere list (bodies.mixed.REC_*); sph: the arguments of engine.loop.run_steps after the
     step count, its more_stress the grains' stress sum (g_acc's)."""
-    tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius = tpl
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
     energy = gs[11]
     s_pos, s_vel, s_omega, s_quat, s_force, s_torque, s_radius, s_mass = sph[:8]
-    out = sph[40]
     alpha = ctl[CTL_LOCAL_DAMP]
     cutoff = neighbour_cutoff(radius, skin)
     sg_cutoff = sphere_grain_cutoff(radius, s_radius, skin)
     mctl[MC_STATUS] = STATUS_DONE
     for it in range(n_steps):
-        if phase <= PHASE_SPHERES:
-            run_steps(1, *sph)
-            if out[OUT_STATUS] == SPHERES_DONE or out[OUT_STATUS] == SPHERE_PAIRS_FULL:  # the spheres moved
-                sphere_gravity_work(dt, gravity, s_vel, s_mass, sg_energy)
-            if out[OUT_STATUS] != SPHERES_DONE:
-                mctl[MC_STATUS] = STATUS_SPHERES
-                # pairs full: the sphere step is done but for its rebuild, which the caller makes
-                mctl[MC_PHASE] = PHASE_GRAINS if out[OUT_STATUS] == SPHERE_PAIRS_FULL else PHASE_SPHERES
-                return it
-        if phase <= PHASE_GRAINS:
-            ok, stale = start_grain_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia,
-                                         motion, force, torque, gravity, cell, g_walls, g_build, g_record, energy,
-                                         g_acc, gctl)
-            if not ok:
-                mctl[MC_STATUS] = STATUS_GRAIN_DIVERGED
-                return it
-            mctl[MC_STALE] = 1 if stale else 0
-        if phase <= PHASE_GRAIN_LIST and mctl[MC_STALE] != 0:
-            if not rebuild_grain_list(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl, g_record):
-                mctl[MC_STATUS] = STATUS_GRAIN_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_GRAIN_LIST
-                return it
-            mctl[MC_STALE] = 0
-        if phase <= PHASE_SG_LIST and sphere_grain_stale(pos, sg_g_build, s_pos, sg_s_build, cell, sg_record,
-                                                         sg_cutoff, skin):
-            if not rebuild_sphere_grain_pairs(pos, radius, s_pos, s_radius, cell, periodic, skin, sg_pairs,
-                                              sg_g_build, sg_s_build, sg_record, mctl):
-                mctl[MC_STATUS] = STATUS_SG_PAIRS_FULL
-                mctl[MC_PHASE] = PHASE_SG_LIST
-                return it
+        if phase <= PHASE_SPHERES and not sphere_phase(sph, dt, gravity, sg_energy, mctl):
+            return it
+        if phase <= PHASE_GRAINS and not grain_phase(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass,
+                                                     inertia, motion, force, torque, gravity, cell, g_walls, g_build,
+                                                     g_record, energy, g_acc, gctl, mctl):
+            return it
+        if phase <= PHASE_GRAIN_LIST and grain_list_phase(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl,
+                                                          g_record, mctl) < 0:
+            return it
+        if phase <= PHASE_SG_LIST and sphere_grain_list_phase(pos, radius, s_pos, s_radius, cell, periodic, skin,
+                                                              sg_cutoff, sg_pairs, sg_g_build, sg_s_build, sg_record,
+                                                              mctl) < 0:
+            return it
         if not mixed_forces(gctl[GC_STEP] + 1, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, periodic,
                             g_walls, wall_mat, g_acc, gctl, s_pos, s_vel, s_omega, s_radius, s_mass, s_material,
                             s_force, s_torque, sg_pairs, sg_energy, mctl):

@@ -24,6 +24,7 @@ from ..contact import state as S
 from ..contact.laws import law_id
 from ..contact import rolling as RL
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_SLIDING, node_contact_energies
+from .loop import WHOLE_STEPS
 from .mixed_hertz_loop import MIXED_HERTZ_KERNELS, MODE_FORCES, MODE_RUN
 from .mixed_loop import (PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
                          STATUS_SG_DIVERGED, STATUS_SG_PAIRS_FULL, run_mixed)
@@ -53,10 +54,6 @@ class MixedBodies:
         grains = LevelSetBodies(self._grain_templates, self._grain_batches, self.materials,
                                 self._grain_mu_table(), np.array(self._wall_materials, dtype=np.int64))
         self.grain_contact, laws = self._grain_run_contact()
-        if laws is not None and (np.any(self.mode != 0) or np.any(self.rate != 0.0) or np.any(self.shear != 0.0)):
-            raise ValueError("control_axis and control_shear (a deforming periodic cell) are not supported in a run "
-                             "with spheres whose grains touch by the 'hertz_curvature' law; use the grain law 'area' "
-                             "or 'node' there, or a fixed box")
         if laws is not None:
             grains.hertz = self._hertz_rows(grains, laws)
         # the grains' nodes resolve a sphere only if it spans a node spacing (sqrt of the mean node area)
@@ -72,8 +69,8 @@ class MixedBodies:
         self.mixed = SphereGrainCoupling(grains.n, self.n, self.walls, N_ACC0 + 3 * self.walls.shape[0])
         self.mixed.hertz = None if grains.hertz is None else SphereGrainHertz(len(self.mixed.pairs))
         self.mixed.ensure_grain_pairs(grains, self.cell, self.periodic, self.skin)
-        if grains.hertz is not None:  # the same list again, with the law's rows carried to it
-            grains.hertz.ensure_pairs(grains, self.cell, self.periodic, self.skin)
+        if grains.hertz is not None:
+            grains.hertz.carry(grains)
         self.mixed.ensure_pairs(grains, self.pos, self.radius, self.cell, self.periodic, self.skin)
         if self.mixed.hertz is not None:
             self.mixed.hertz.carry(self.mixed.pairs, int(self.mixed.mctl[MC_NPAIRS]), grains.n + self.n)
@@ -125,7 +122,8 @@ class MixedBodies:
                 self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm, self.qi, self.qj,
                 self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq, self.wk, self.wm, self.pos_build,
                 st.pts, st.nxt, st.meta, self.acc, self.out, self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM),
-                self.prs, self.wrs, self.rrel, self.mixed.grain_acc[ACC_STRESS:ACC_STRESS + 9])
+                self.prs, self.wrs, self.rrel, self.mixed.grain_acc[ACC_STRESS:ACC_STRESS + 9], self.stress_limbs,
+                WHOLE_STEPS)
 
     def _mixed_advance(self, n, on_diverge):
         """Advance n steps of both kinds, growing arrays and resuming interrupted steps."""
@@ -167,7 +165,7 @@ class MixedBodies:
         """One call of the "hertz_curvature" mixed kernel (engine.mixed_hertz_loop) of the run's
         tangential law, after growing the rows and stores to the pair lists and a step's need."""
         g, m = self.grains, self.mixed
-        g.hertz._grow(g)
+        g.hertz.grow(g)
         m.hertz.grow(len(m.pairs))
         run = MIXED_HERTZ_KERNELS[law_id(self.grain_contact["tangential"])]
         groups = g.hertz.groups(g, self.grain_contact, self.gravity, self.cell, self.ctl, self.ictl, self.periodic,

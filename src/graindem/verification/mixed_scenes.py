@@ -16,7 +16,8 @@ test_mixed_cell.py and benchmarks/mixed_checks.py build the same scenes from her
 - `oblique_collision`, `force_on_small`: a sphere thrown obliquely at a heavy spinning body, a sphere
   particle or a level-set sphere grain (the sphere engine's contact as the grain-sphere law's reference).
 - `sheared_pair`, `sheared_cell`: a grain-sphere pair, and a few of each kind, in a periodic cell
-  sheared in xy and compressed (translation invariance, Love-Weber stress, the cell's work).
+  sheared in xy and compressed (translation invariance, Love-Weber stress, the cell's work), with
+  the grains' area law or "hertz_curvature" law (`set_grain_law`).
 """
 
 import math
@@ -28,7 +29,7 @@ from graindem.contact.shape_references import ellipsoid_grain, hertz_elliptic
 from graindem.engine import Simulation
 
 __all__ = ["free_collision", "momenta", "pressed_sphere", "continuum_area_force", "settling_bed", "walled_box",
-           "sphere_on_ellipsoid_tip", "oblique_collision", "force_on_small", "sheared_pair", "sheared_cell",
+           "sphere_on_ellipsoid_tip", "oblique_collision", "force_on_small", "set_grain_law", "sheared_pair", "sheared_cell",
            "CELL_SIZE", "SHEARED_ORIENTATION"]
 
 # the sheared cell's heights must exceed two cutoffs at the largest tilt
@@ -198,12 +199,23 @@ def force_on_small(sim):
     return fn, ft
 
 
-def sheared_pair(grain, centre, shear=5.0, squeeze=-2.0):
-    """One grain and one sphere in contact, no gravity, in a cell sheared in xy and compressed in z."""
+def set_grain_law(sim, law, stiffness, damping_ratio):
+    """The grains' contact law: the area law of `stiffness`, or the "hertz_curvature" law (from the
+    materials' E and nu) with Jäger's tangential law."""
+    if law == "area":
+        sim.set_grain_contact(stiffness, law="area", damping_ratio=damping_ratio)
+    else:
+        sim.set_grain_contact(law="hertz_curvature", tangential="jaeger", damping_ratio=damping_ratio)
+
+
+def sheared_pair(grain, centre, law="area", shear=5.0, squeeze=-2.0):
+    """One grain and one sphere in contact, no gravity, in a cell sheared in xy and compressed in z.
+    The Hertz law's bodies are softer (E = 2e3, not 1e5) so that the pair stays in contact over the
+    runs, as it does with the area law."""
     L = CELL_SIZE
-    sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=1e-3, allow_unstable_dt=True)
+    sim = Simulation(mu=0.4, density=1.0, E=1e5 if law == "area" else 2e3, nu=0.3, dt=1e-3, allow_unstable_dt=True)
     sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.set_grain_contact(1e3, law="area", damping_ratio=0.2)
+    set_grain_law(sim, law, 1e3, 0.2)
     c = np.asarray(centre, dtype=float)
     sim.add_grains(grain, [c], orientations=np.array([SHEARED_ORIENTATION]), velocities=[(0.05, 0.1, 0.0)],
                    angular_velocities=[(0.0, 0.0, 0.5)])
@@ -214,7 +226,7 @@ def sheared_pair(grain, centre, shear=5.0, squeeze=-2.0):
     return sim
 
 
-def sheared_cell(grain, dt):
+def sheared_cell(grain, dt, law="area"):
     """Three ellipsoids and six spheres colliding with friction and dampers in a fully periodic
     cell compressed along x and z and sheared in xy: every kind pair touches."""
     L = CELL_SIZE
@@ -222,7 +234,7 @@ def sheared_cell(grain, dt):
     sim = Simulation(mu=0.4, density=1.0, E=1e5, nu=0.3, dt=dt, allow_unstable_dt=True, energy_accounting=True,
                      restitution=0.5)
     sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
-    sim.set_grain_contact(2e3, law="area", damping_ratio=0.1)
+    set_grain_law(sim, law, 2e3, 0.1)
     sim.add_grains(grain, [(1.5, 1.5, 1.5), (3.9, 1.5, 1.7), (2.0, 4.5, 5.0)], orientations=np.array([q, q, q]),
                    velocities=[(0.2, 0.0, -0.1), (-0.3, 0.0, 0.0), (0.0, -0.2, 0.3)])
     sim.add_particles([(1.5, 3.2, 1.5), (4.4, 3.0, 4.1), (2.2, 6.0, 5.0), (5.5, 5.5, 2.0), (6.2, 5.3, 3.2),
