@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.cell import CELL_RATE
 from ..core.rotations import random_quaternions
 from ..engine import checkpoint
 from ..engine.prepare import add_materials, restore_friction
@@ -38,6 +39,7 @@ from ..io.scenario import shape_laws_used
 
 CHECK_EVERY = 250           # steps between settling checks
 STRAIN_PER_STEP = 1e-4      # the servo's largest strain per step while the assembly is loose
+GAIN_FLOOR = 1e-3           # the smallest servo gain compress_to lowers to, relative to its start
 PRESSURE_TOLERANCE = 0.02
 UNBALANCED_TOLERANCE = 0.05
 PREPARATION_DAMPING = 0.7   # Cundall's local damping while the assembly is compressed (as for spheres)
@@ -180,15 +182,32 @@ def compress_to(sim, pressure, max_steps, progress=None):
     pressure is within PRESSURE_TOLERANCE of it and the mean net force per grain below
     UNBALANCED_TOLERANCE of the mean contact force at two checks in a row, or for max_steps steps;
     returns (settled, the last measure()). The servo stays on. `progress(sim, m)` is called at
-    every check."""
+    every check.
+
+    The servo's gain starts at STRAIN_PER_STEP per unit relative stress error, which compresses a
+    loose assembly quickly. Once a contact network carries the load, the contacts' dashpots add a
+    stress proportional to the cell's rate, and at that gain the servo's answer to it overshoots:
+    the cell then expands and shrinks at alternate steps at its largest rate and never settles. So
+    the last step of every check is taken alone, and when some axis on the servo reversed its rate
+    between the last two steps, the gain is halved (down to GAIN_FLOOR of the start)."""
     rate = STRAIN_PER_STEP / sim.dt
+    gain = rate
     for k in range(3):
-        sim.control_axis(k, stress=pressure, gain=rate, max_rate=rate)
+        sim.control_axis(k, stress=pressure, gain=gain, max_rate=rate)
     good = 0
     end = sim.step_count + max_steps
     m = sim.measure()
     while good < 2 and sim.step_count < end:
-        sim.run(min(CHECK_EVERY, end - sim.step_count))
+        steps = min(CHECK_EVERY, end - sim.step_count)
+        if steps > 1:
+            sim.run(steps - 1)
+        before = sim.cell[CELL_RATE:CELL_RATE + 3].copy()
+        sim.run(1)
+        after = sim.cell[CELL_RATE:CELL_RATE + 3]
+        if np.any(before * after < 0.0) and gain > GAIN_FLOOR * rate:
+            gain *= 0.5
+            for k in range(3):
+                sim.control_axis(k, stress=pressure, gain=gain, max_rate=rate)
         m = sim.measure()
         if progress is not None:
             progress(sim, m)
