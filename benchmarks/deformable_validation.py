@@ -321,7 +321,7 @@ def main(argv=None):
     if not args.standin and mode_file is None:
         mode_file = str(out / "compaction_mode.h5")
         t0 = time.perf_counter()
-        fem = fem_compaction_mode_file(mode_file, mesh_size=cfg["fem_mesh_size"])
+        fem = fem_compaction_mode_file(mode_file, mesh_size=cfg["fem_mesh_size"], progress=True)
         fem_info = {"mesh_size": cfg["fem_mesh_size"], "unknowns_octant": int(fem.unknowns),
                     "levels": fem.eps.tolist(), "mode_eps": float(fem.eps[-1]),
                     "wall_force": fem.wall_force.tolist(), "seconds": time.perf_counter() - t0}

@@ -20,7 +20,7 @@ TABLE1 = {"modal_stiffness": 1e4, "modal_mass": 1e4, "modal_damping": 2e4, "max_
 MODE_EPS_FACTOR = 1.5
 
 
-def fem_compaction_mode_file(path, mesh_size=1.0, mode_eps_factor=MODE_EPS_FACTOR, eps_max=0.16):
+def fem_compaction_mode_file(path, mesh_size=1.0, mode_eps_factor=MODE_EPS_FACTOR, eps_max=0.16, progress=False):
     """Run graindem's six-wall FEM (E = 100, ν = 0.3, R = 10) and write the single compaction mode to
     ``path`` (coordinate "relative": each pole moves inward by R per unit ε).
 
@@ -30,18 +30,21 @@ def fem_compaction_mode_file(path, mesh_size=1.0, mode_eps_factor=MODE_EPS_FACTO
     0 at the rim, and the walls carry up to 3× the generalized force / (6R) (measured: +160 to +330 %
     at ε = 0.16 with the mode at 0.16). Taking ε_m beyond the simulated range keeps the reduced cap
     curved (its normal profile scaled by 1 − ε/ε_m ≥ 1/3 for the default factor), so the pole node stays
-    ahead of its neighbours over the whole range. Returns the `CompactionResult`.
+    ahead of its neighbours over the whole range. Returns the `CompactionResult`. progress: show a
+    progress line per load level (the extraction takes minutes at fine meshes).
     """
     from graindem.fem import write_mode_file
     from graindem.fem.cli import surface_triangles
     from graindem.fem.compaction import SEED_TABLE_EPS, compact_sphere, compaction_mode_set
+    from graindem.io.progress import Progress
 
     if not mode_eps_factor >= 1.0:
         raise ValueError(f"mode_eps_factor must be >= 1, got {mode_eps_factor}")
     mode_eps = round(mode_eps_factor * eps_max, 6)
     extra = np.linspace(eps_max, mode_eps, max(2, int(np.ceil((mode_eps - eps_max) / 0.02)) + 1))[1:]
     levels = np.concatenate([SEED_TABLE_EPS[1:][SEED_TABLE_EPS[1:] <= eps_max], extra])
-    result = compact_sphere(SPHERE_RADIUS, 100.0, 0.3, eps=levels, mesh_size=mesh_size)
+    with Progress(len(levels), desc="FEM load levels", quiet=not progress, unit="level") as bar:
+        result = compact_sphere(SPHERE_RADIUS, 100.0, 0.3, eps=levels, mesh_size=mesh_size, progress=bar.update)
     modes = compaction_mode_set(result, coordinate="relative", mode_eps=levels[-1])
     modes.surface = surface_triangles(modes.tets)
     write_mode_file(path, modes)
