@@ -55,21 +55,6 @@ def test_a_settling_mixture_touches_between_the_kinds(tmp_path):
     assert (tmp_path / "o" / "vtk" / "pile_00003000_surfaces.vtu").exists()
 
 
-def test_a_mixture_pile_with_the_hertz_curvature_law(tmp_path):
-    """contact.shape_law = "hertz_curvature": grain pairs and grain-sphere pairs are Hertz rows."""
-    text = EXAMPLE.read_text().replace("n = 60 ", "n = 12 ").replace("n = 16 ", "n = 4 ")
-    scenario = tmp_path / "hertz.toml"
-    scenario.write_text(text.replace("steps = 20000", "steps = 8000").replace("vtk = true", "vtk = false")
-                        + '\n[contact]\nshape_law = "hertz_curvature"\nlaw = "jaeger"\n')
-    assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "--quiet"]) == 0
-    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    assert summary["kinds"] == {"sphere": 12, "levelset": 4}
-    assert summary["n_sphere_grain_contacts"] > 0
-    arrays, _ = load_checkpoint(tmp_path / "o" / "checkpoint.h5")
-    assert "sg_hertz_fs" in arrays and "grain_hertz_pfs" in arrays
-    assert abs(summary["energy_balance_error"]) < 5e-2 * summary["gravity_work"]
-
-
 BASE = {"simulation": {"scenario": "pile"}, "particles": {"kind": "mixture", "n": 10},
         "grains": {"n": 3}, "boundary": {"kind": "walls"}}
 
