@@ -3,8 +3,8 @@
     python benchmarks/mixed_checks.py --json benchmarks/data/mixed_checks.json [--quick]
 
 Writes {"cases": {NAME: {"error", "tolerance", "reference", "what", ...}}, "energy_balance": {...}}; the
-scenes are graindem.verification.mixed_scenes (the ones tests/test_mixed_kinds.py, test_mixed_hertz.py
-and test_mixed_cell.py assert on). benchmarks/check_plots.py --mixed FILE draws mixed_checks.png from
+scenes are graindem.verification.mixed_scenes (the ones tests/test_mixed_kinds.py and
+test_mixed_cell_and_hertz.py assert on). benchmarks/check_plots.py --mixed FILE draws mixed_checks.png from
 it, benchmarks/tables.py renders the tables of docs/verification.md from it. A case with tolerance
 None is reported beside the checked ones (outside the range the check claims).
 

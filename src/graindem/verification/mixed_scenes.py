@@ -1,6 +1,6 @@
 """Scenes of spheres and level-set grains in one run, and the references they are checked against:
-the verification of runs that mix both kinds (tests/test_mixed_kinds.py, test_mixed_hertz.py,
-test_mixed_cell.py and benchmarks/mixed_checks.py build the same scenes from here).
+the verification of runs that mix both kinds (tests/test_mixed_kinds.py,
+test_mixed_cell_and_hertz.py and benchmarks/mixed_checks.py build the same scenes from here).
 
 - `free_collision`, `momenta`: a sphere thrown at a spinning ellipsoid grain, no gravity or walls;
   linear momentum and angular momentum about a fixed point are conserved by equal and opposite forces.
