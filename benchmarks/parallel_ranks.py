@@ -62,17 +62,25 @@ def scene(name):
 
 def child(name, steps, out):
     """One measurement (run on every rank): steps/s of `steps` steps after a warm-up step; rank 0
-    writes the rate and the final positions and velocities to `out` (.json, .npz)."""
+    writes the rate, each rank's wall and CPU seconds per phase of the timed run
+    (parallel.subdomain.PhaseTimes; one rank: the whole run) and the final positions and velocities
+    to `out` (.json, .npz)."""
+    from graindem.parallel.subdomain import PhaseTimes
     from graindem.parallel.world import world
     sim = scene(name)
     sim.run(1)
+    sim.mpi_phases = PhaseTimes()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     sim.run(steps)
-    rate = steps / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    phases = dict(sim.mpi_phases.sums, run=[wall, time.process_time() - c0, 1])
     comm = world()
+    every = comm.gather(phases, root=0) if comm else [phases]
     if comm is None or comm.Get_rank() == 0:
-        Path(out).with_suffix(".json").write_text(json.dumps({"steps_per_s": rate,
-                                                              "ranks": comm.Get_size() if comm else 1}))
+        Path(out).with_suffix(".json").write_text(json.dumps({"steps_per_s": steps / wall,
+                                                              "ranks": comm.Get_size() if comm else 1,
+                                                              "phases": every}))
         np.savez(Path(out).with_suffix(".npz"), pos=sim.pos, vel=sim.vel)
 
 
@@ -114,6 +122,20 @@ def ranks_rates(name, steps, rounds, ranks=(1, 2), workdir="results/parallel_ran
     return {"ranks": {str(r): {"steps_per_s": best[r]} for r in ranks}, "ranks_vs_serial_max_rel": rel}
 
 
+def profile(name, steps, workdir="results/parallel_ranks"):
+    """Print, for one run of `name` on 1 and on 2 ranks, each rank's wall and CPU milliseconds a
+    step in each phase of the timed run (parallel.subdomain.PhaseTimes)."""
+    work = Path(workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    for ranks in (1, 2):
+        measure(name, ranks, steps, work / f"{name}_profile_{ranks}")
+        record = json.loads((work / f"{name}_profile_{ranks}").with_suffix(".json").read_text())
+        print(f"{name}, {ranks} rank(s): {record['steps_per_s']:.2f} steps/s; ms a step (wall / CPU), calls")
+        for rank, phases in enumerate(record["phases"]):
+            cells = [f"{k} {w / steps * 1e3:.2f}/{c / steps * 1e3:.2f} ({n})" for k, (w, c, n) in phases.items()]
+            print(f"  rank {rank}: " + ", ".join(cells), flush=True)
+
+
 def halo_volume(sides, spans, h):
     """Volume within distance h of a box with sides `sides` (3,), not counting the box itself,
     along the axes it does not span (spans[k]: the box spans the whole periodic cell along k, so
@@ -136,17 +158,16 @@ def halo_table(sim, ranks):
     decomposition graindem makes (parallel.bisection on the bodies' positions; mean and max) and
     modelled (halo_volume of each rank's box times the number density), and the ranks each rank
     receives ghosts from (messages per step, mean and max)."""
-    from graindem.core.cell import CELL_L
+    from graindem.core.cell import CELL_L, fractional_coordinates
     from graindem.core.layout import CTL_RMAX, CTL_SKIN
     from graindem.parallel.bisection import Bisection
-    from graindem.parallel.subdomain import fractions
     sim.setup()
     n = sim.n
     L = sim.cell[CELL_L:CELL_L + 3].copy()
     periodic = np.array(sim.periodic, dtype=bool)
     h = 2.0 * float(sim.ctl[CTL_RMAX]) + float(sim.ctl[CTL_SKIN])
     density = n / float(np.prod(L))
-    frac = fractions(sim.pos, sim.cell, periodic)
+    frac = fractional_coordinates(sim.pos, sim.cell, periodic)
     rows = []
     for p in ranks:
         tree = Bisection(frac, np.arange(n), p, L)
@@ -172,6 +193,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=3, help="measurements per rank count (>= 1)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--quick", action="store_true", help="20 steps, 1 round")
+    p.add_argument("--profile", action="store_true", help="one run of each scene on 1 and on 2 ranks; print "
+                   "each rank's wall and CPU milliseconds a step per phase")
     p.add_argument("--halo", action="store_true", help="print the halo table of box_32000 instead (no MPI)")
     p.add_argument("--child", help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
@@ -194,6 +217,10 @@ def main(argv=None):
     for s in names:
         if s not in SCENES:
             p.error(f"--scenes: {s!r} is not among {', '.join(SCENES)}")
+    if args.profile:
+        for s in names:
+            profile(s, steps)
+        return 0
     result = {"steps": steps, "rounds": rounds, "scenes": {}}
     for s in names:
         result["scenes"][s] = ranks_rates(s, steps, rounds)

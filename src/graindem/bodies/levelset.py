@@ -48,7 +48,7 @@ from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
                          advance_cell, deformation_since_build, grid_bin_of, is_sheared, min_image, min_image_tilted,
-                         wrap_and_grid, wrap_and_grid_tilted)
+                         shear_since_build, wrap_and_grid, wrap_and_grid_tilted)
 from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
 
@@ -351,9 +351,7 @@ def affine_drift2(pos, pos_build, cell):
     s0 = cell[CELL_L] / cell[CELL_LBUILD]
     s1 = cell[CELL_L + 1] / cell[CELL_LBUILD + 1]
     s2 = cell[CELL_L + 2] / cell[CELL_LBUILD + 2]
-    f01 = (cell[CELL_TILT] - s0 * cell[CELL_TILT_BUILD]) / cell[CELL_LBUILD + 1]
-    f12 = (cell[CELL_TILT + 2] - s1 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
-    f02 = (cell[CELL_TILT + 1] - s0 * cell[CELL_TILT_BUILD + 1] - f01 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
+    f01, f02, f12 = shear_since_build(cell)
     worst = 0.0
     for g in range(pos.shape[0]):
         bx = pos_build[g, 0] - lo0

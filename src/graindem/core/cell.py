@@ -134,6 +134,20 @@ def advance_cell(cell, dt):
 
 
 @njit(_nrt=False, inline="always")
+def shear_since_build(cell):
+    """(f01, f02, f12): the off-diagonal terms of the cell's affine map F = h h_build^-1 since the
+    last neighbour rebuild (h: the upper-triangular cell matrix; all zero for a cell that has not
+    tilted). The one rule of the rebuild tests (deformation_since_build), of the level-set grains'
+    drift (bodies.levelset.affine_drift2) and of a decomposed run's (parallel.subdomain)."""
+    s0 = cell[CELL_L] / cell[CELL_LBUILD]
+    s1 = cell[CELL_L + 1] / cell[CELL_LBUILD + 1]
+    f01 = (cell[CELL_TILT] - s0 * cell[CELL_TILT_BUILD]) / cell[CELL_LBUILD + 1]
+    f12 = (cell[CELL_TILT + 2] - s1 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
+    f02 = (cell[CELL_TILT + 1] - s0 * cell[CELL_TILT_BUILD + 1] - f01 * cell[CELL_TILT_BUILD + 2]) / cell[CELL_LBUILD + 2]
+    return f01, f02, f12
+
+
+@njit(_nrt=False, inline="always")
 def deformation_since_build(cell):
     """(bound, flip): a bound on |F - I| of the cell's affine map F since the last neighbour rebuild
     (max |F_kk - 1| plus the Frobenius norm of F's off-diagonal part), and whether a tilt passed
@@ -146,12 +160,7 @@ def deformation_since_build(cell):
             stretch = s
     flip = False
     if is_sheared(cell):
-        xy_b = cell[CELL_TILT_BUILD]
-        yz_b = cell[CELL_TILT_BUILD + 2]
-        f01 = (cell[CELL_TILT] - cell[CELL_L] / cell[CELL_LBUILD] * xy_b) / cell[CELL_LBUILD + 1]
-        f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / cell[CELL_LBUILD + 1] * yz_b) / cell[CELL_LBUILD + 2]
-        f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / cell[CELL_LBUILD] * cell[CELL_TILT_BUILD + 1]
-               - f01 * yz_b) / cell[CELL_LBUILD + 2]
+        f01, f02, f12 = shear_since_build(cell)
         stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
         flip = tilt_out_of_range(cell)
     return stretch, flip
@@ -267,6 +276,22 @@ def cell_heights(lengths, tilts):
     vol = Lx * Ly * Lz
     bc = math.sqrt((Ly * Lz) ** 2 + (xy * Lz) ** 2 + (xy * yz - Ly * xz) ** 2)
     return np.array([vol / bc, Ly * Lz / math.sqrt(Lz * Lz + yz * yz), Lz])
+
+
+def fractional_coordinates(pos, cell, periodic):
+    """Fractional coordinates h^-1 (x - lo) of positions (m, 3) in the cell (Python side; the rule
+    of fractional, an untilted cell's (x - lo) / L), in [0, 1) along the periodic axes."""
+    d = pos - cell[CELL_LO:CELL_LO + 3]
+    L = cell[CELL_L:CELL_L + 3]
+    xy, xz, yz = cell[CELL_TILT:CELL_TILT + 3]
+    f = np.empty_like(d)
+    f[:, 2] = d[:, 2] / L[2]
+    f[:, 1] = (d[:, 1] - yz * f[:, 2]) / L[1]
+    f[:, 0] = (d[:, 0] - xy * f[:, 1] - xz * f[:, 2]) / L[0]
+    for k in range(3):
+        if periodic[k]:
+            f[:, k] -= np.floor(f[:, k])
+    return np.clip(f, 0.0, np.nextafter(1.0, 0.0))
 
 
 def minimum_image(d, lengths, tilts, periodic):

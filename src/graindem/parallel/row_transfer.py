@@ -78,17 +78,28 @@ def history_slices(ints):
 def unpack_rows(ints, floats, pts, slips, capacity):
     """(pfs, pist, pcq, store) of packed rows (their order), with capacity >= len(ints) rows (the
     rows past them cleared) and a fresh store holding their histories."""
+    pfs = np.empty((capacity, S.N_FSTATE))
+    pist = np.empty((capacity, S.N_ISTATE), dtype=np.int64)
+    pcq = np.empty((capacity, 4))
+    store = HistoryStore(max(1024, 2 * pts.shape[0]))
+    unpack_rows_into(ints, floats, pts, slips, pfs, pist, pcq, store, capacity)
+    return pfs, pist, pcq, store
+
+
+def unpack_rows_into(ints, floats, pts, slips, pfs, pist, pcq, store, clear_to):
+    """Packed rows into rows 0.. of pfs, pist, pcq (their order), rows len(ints)..clear_to-1
+    cleared (no state, no history, the identity frame), and their histories laid out from point 0
+    of `store` (which must hold twice their points), every other point of it freed."""
     m = ints.shape[0]
-    pfs = np.zeros((capacity, S.N_FSTATE))
-    pist = np.zeros((capacity, S.N_ISTATE), dtype=np.int64)
-    pist[:, S.I_HEAD] = -1
-    pcq = np.zeros((capacity, 4))
-    pcq[:, 0] = 1.0
+    pfs[m:clear_to] = 0.0
+    pist[m:clear_to] = 0
+    pist[m:clear_to, S.I_HEAD] = -1
+    pcq[m:clear_to] = 0.0
+    pcq[m:clear_to, 0] = 1.0
     pfs[:m] = floats[:, :S.N_FSTATE]
     pcq[:m] = floats[:, S.N_FSTATE:]
     pist[:m] = ints[:, 2:]
     total = pts.shape[0]
-    store = HistoryStore(max(1024, 2 * total))
     heads = np.empty(m, dtype=np.int64)
     lay_histories(np.ascontiguousarray(ints[:, 2 + S.I_LEN]), np.ascontiguousarray(pts),
                   np.ascontiguousarray(slips), heads, store.pts, store.nxt)
@@ -97,4 +108,3 @@ def unpack_rows(ints, floats, pts, slips, capacity):
     thread_free(store.nxt, store.meta, total, store.capacity)
     store.meta[M_LIVE] = total
     store.meta[M_PEAK] = total
-    return pfs, pist, pcq, store

@@ -35,12 +35,15 @@ and the accumulators are added as integers); the local damping work is the excep
 sums its part and the parts are added in rank order, which rounds differently from the serial sum.
 """
 
+import time
+
 import numpy as np
 
 from ..contact import rolling as RL
 from ..contact import state as S
+from ..contact.store import HistoryStore
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
-                         cell_heights, flip_tilts)
+                         cell_heights, flip_tilts, fractional_coordinates, shear_since_build)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN,
                            CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWCAND, ICTL_SORT,
                            ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX,
@@ -49,8 +52,8 @@ from ..core.exact_sum import exact_value, new_accumulator
 from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
                            run_steps)
 from .bisection import Bisection
-from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows
-from .world import HaloUpdate, allgatherv, alltoallv
+from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows, unpack_rows_into
+from .world import HaloUpdate, allgatherv, alltoallv, alltoallv_rows
 
 BODY_FLOATS = 19   # pos 3, vel 3, omega 3, quat 4, radius, mass, inertia, pos_build 3
 BODY_INTS = 3      # global id, material, owning rank
@@ -94,22 +97,6 @@ def build_cell(cell):
     return built
 
 
-def fractions(pos, cell, periodic):
-    """Fractional coordinates h^-1 (x - lo) of positions in the cell (core.cell.fractional's rule;
-    an untilted cell's (x - lo) / L), in [0, 1) along the periodic axes."""
-    d = pos - cell[CELL_LO:CELL_LO + 3]
-    L = cell[CELL_L:CELL_L + 3]
-    xy, xz, yz = cell[CELL_TILT:CELL_TILT + 3]
-    f = np.empty_like(d)
-    f[:, 2] = d[:, 2] / L[2]
-    f[:, 1] = (d[:, 1] - yz * f[:, 2]) / L[1]
-    f[:, 0] = (d[:, 0] - xy * f[:, 1] - xz * f[:, 2]) / L[0]
-    for k in range(3):
-        if periodic[k]:
-            f[:, k] -= np.floor(f[:, k])
-    return np.clip(f, 0.0, np.nextafter(1.0, 0.0))
-
-
 def cell_sizes(cell):
     """(sizes, tilted): what the bisection and the halo measure fractional distances by, the
     cell's lengths, or in a tilted cell its heights (core.cell.cell_heights)."""
@@ -127,11 +114,7 @@ def displacements_since_build(pos, pos_build, cell):
     rel = pos_build - lo
     d = pos - (lo + rel * (cell[CELL_L:CELL_L + 3] / Lb))
     if np.any(cell[CELL_TILT:CELL_TILT + 3] != 0.0) or np.any(cell[CELL_SHEAR_RATE:CELL_SHEAR_RATE + 3] != 0.0):
-        # the off-diagonal terms of F = h h_build^-1 (core.cell.deformation_since_build)
-        xy_b, xz_b, yz_b = cell[CELL_TILT_BUILD:CELL_TILT_BUILD + 3]
-        f01 = (cell[CELL_TILT] - cell[CELL_L] / Lb[0] * xy_b) / Lb[1]
-        f12 = (cell[CELL_TILT + 2] - cell[CELL_L + 1] / Lb[1] * yz_b) / Lb[2]
-        f02 = (cell[CELL_TILT + 1] - cell[CELL_L] / Lb[0] * xz_b - f01 * yz_b) / Lb[2]
+        f01, f02, f12 = shear_since_build(cell)
         d[:, 0] -= rel[:, 1] * f01 + rel[:, 2] * f02
         d[:, 1] -= rel[:, 2] * f12
     return np.einsum("ij,ij->i", d, d)
@@ -145,6 +128,28 @@ def pack_bodies(sim, idx, gid, owner):
     return floats, ints.astype(np.int64)
 
 
+class PhaseTimes:
+    """Wall (time.perf_counter) and CPU (time.process_time) seconds of this rank summed per phase
+    of decomposed runs, and how often each phase ran: what benchmarks/parallel_ranks.py --profile
+    reports. CPU time leaves out the time a rank waits descheduled on a shared machine."""
+
+    def __init__(self):
+        self.sums = {}
+
+    @staticmethod
+    def now():
+        return time.perf_counter(), time.process_time()
+
+    def add(self, name, since):
+        """Add the time from `since` (a now()) to now to phase `name`; returns now()."""
+        t = self.now()
+        s = self.sums.setdefault(name, [0.0, 0.0, 0])
+        s[0] += t[0] - since[0]
+        s[1] += t[1] - since[1]
+        s[2] += 1
+        return t
+
+
 def _point_mask(ints, rows_mask):
     """Which packed history points belong to the rows of rows_mask."""
     return np.repeat(rows_mask, np.diff(history_slices(ints)))
@@ -154,8 +159,9 @@ class Subdomain:
     """This rank's spheres, ghosts and rows of the Simulation `sim` (which holds the whole state on
     every rank), ready to step."""
 
-    def __init__(self, sim, comm, rebalance_every):
+    def __init__(self, sim, comm, rebalance_every, phases=None):
         from mpi4py import MPI
+        self.phases = phases if phases is not None else PhaseTimes()
         self.max_op = MPI.MAX
         self.sum_op = MPI.SUM
         self.stress_sum = new_accumulator(9)
@@ -182,7 +188,7 @@ class Subdomain:
         n = sim.n
         gid = np.arange(n, dtype=np.int64)
         built = build_cell(sim.cell)
-        frac = fractions(sim.pos_build, built, self.periodic)
+        frac = fractional_coordinates(sim.pos_build, built, self.periodic)
         self.tree = self._bisect(frac, gid, built)
         owner = self.tree.owner(frac)
         near = self._halo_ranks(frac, built)
@@ -210,10 +216,11 @@ class Subdomain:
 
     # ------------------------------------------------------------ assembly
     def _assemble(self, src, bf, bi, ints, floats, pts, slips, listed):
-        """The local Simulation of bodies (bf, bi) and packed rows. listed: the rows are the
-        serial list's rows among these bodies, in its order (a decomposition between rebuilds);
-        else they are the rows to carry over, and the local neighbour list is built."""
-        from ..engine.simulation import Simulation
+        """The local state of bodies (bf, bi) and packed rows. listed: the rows are the serial
+        list's rows among these bodies, in its order (a decomposition between rebuilds: a new local
+        Simulation); else they are the rows to carry over into the local neighbour build (a
+        rebuild: the arrays of the local Simulation are refilled, its pair arrays and history store
+        kept when they are large enough)."""
         order = np.argsort(bi[:, 0], kind="stable")
         bf = bf[order]
         bi = bi[order]
@@ -224,22 +231,60 @@ class Subdomain:
         keep = (gid[li] == ints[:, 0]) & (gid[lj] == ints[:, 1])
         if listed and not keep.all():
             raise RuntimeError("a listed pair row names a sphere this rank does not hold (halo too small)")
-        pmask = _point_mask(ints, keep)
-        ints, floats, pts, slips = ints[keep], floats[keep], pts[pmask], slips[pmask]
-        li, lj = li[keep], lj[keep]
+        if not keep.all():
+            pmask = _point_mask(ints, keep)
+            ints, floats, pts, slips = ints[keep], floats[keep], pts[pmask], slips[pmask]
+            li, lj = li[keep], lj[keep]
         m = ints.shape[0]
         cap = max(1024, 2 * m, 8 * n)
+        if listed:
+            self.local = self._new_local(src, bf, bi, ints, floats, pts, slips, li, lj, cap)
+        else:
+            L = self.local
+            if L.pi.shape[0] < cap:
+                L._alloc_pairs(cap + cap // 4)  # a margin: the local sphere count varies between rebuilds
+            else:
+                # rows the last build wrote past m are cleared, as a fresh array's are
+                top = max(self.rows_written, m)
+                L.pi[m:top] = 0
+                L.pj[m:top] = 0
+            if L.store.capacity < max(1024, 2 * pts.shape[0]):
+                L.store = HistoryStore(max(1024, 2 * pts.shape[0]))
+            unpack_rows_into(ints, floats, pts, slips, L.pfs, L.pist, L.pcq, L.store, max(self.rows_written, m))
+            L.pi[:m] = li
+            L.pj[:m] = lj
+            for name, a in (("pos", bf[:, 0:3]), ("vel", bf[:, 3:6]), ("omega", bf[:, 6:9]), ("quat", bf[:, 9:13]),
+                            ("radius", bf[:, 13]), ("mass", bf[:, 14]), ("inertia", bf[:, 15]),
+                            ("pos_build", bf[:, 16:19]), ("pmat", bi[:, 1])):
+                setattr(L, name, np.ascontiguousarray(a))
+            L.force = np.zeros((n, 3))
+            L.torque = np.zeros((n, 3))
+            L.pid = np.arange(n, dtype=np.int64)
+            L.pstart = np.zeros(n + 1, dtype=np.int64)
+            L.n = n
+            L.ictl[ICTL_N] = n
+            L.ictl[ICTL_NPAIRS] = m
+            L.acc[:] = 0.0
+            L._rebuild()
+        self.rows_written = max(m, int(self.local.ictl[ICTL_NPAIRS]))
+        self.gid = gid
+        self.owner = np.ascontiguousarray(bi[:, 2])
+        self._prepare_steps()
+
+    def _new_local(self, src, bf, bi, ints, floats, pts, slips, li, lj, cap):
+        """A local Simulation of bodies (bf, bi) in global-id order and their listed rows."""
+        from ..engine.simulation import Simulation
+        n = bf.shape[0]
+        m = ints.shape[0]
         pfs, pist, pcq, store = unpack_rows(ints, floats, pts, slips, cap)
         pi = np.zeros(cap, dtype=PAIR_INDEX)
         pj = np.zeros(cap, dtype=PAIR_INDEX)
         pi[:m] = li
         pj[:m] = lj
-        pstart = np.zeros(n + 1, dtype=np.int64)
-        if listed:
-            lower = np.minimum(li, lj)
-            if np.any(np.diff(lower) < 0):
-                raise RuntimeError("the listed pair rows are not grouped by their lower sphere")
-            pstart = np.searchsorted(lower, np.arange(n + 1)).astype(np.int64)
+        lower = np.minimum(li, lj)
+        if np.any(np.diff(lower) < 0):
+            raise RuntimeError("the listed pair rows are not grouped by their lower sphere")
+        pstart = np.searchsorted(lower, np.arange(n + 1)).astype(np.int64)
         ictl = src.ictl.copy()
         ictl[ICTL_N] = n
         ictl[ICTL_NPAIRS] = m
@@ -254,13 +299,7 @@ class Subdomain:
                   "wist": np.zeros((0, S.N_ISTATE), dtype=np.int64), "wcq": np.zeros((0, 4)),
                   "acc": np.zeros(N_ACC0), "L0": src.L0, "materials": src.materials, "mu_pair": src.mu_pair,
                   "store_pts": store.pts, "store_nxt": store.nxt, "store_meta": store.meta}
-        local = Simulation.from_state({k: np.ascontiguousarray(v) for k, v in arrays.items()}, self.meta)
-        if not listed:
-            local._rebuild()
-        self.local = local
-        self.gid = gid
-        self.owner = np.ascontiguousarray(bi[:, 2])
-        self._prepare_steps()
+        return Simulation.from_state({k: np.ascontiguousarray(v) for k, v in arrays.items()}, self.meta)
 
     def _prepare_steps(self):
         """Renumber the local spheres owned first (the rows keep their order and orientation, so
@@ -315,16 +354,20 @@ class Subdomain:
         so every rank takes them at the same step."""
         reduced = np.zeros(3)
         n_own = self.n_own
+        clock = self.phases
         for s in range(nsteps):
+            t = clock.now()
             L = self.local
             L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + 1024)
             if self.deforming:
                 self._run_steps(UNTIL_STRESS)
                 bad = int(L.out[OUT_STATUS]) != STATUS_STRESS_READY
+                t = clock.add("loop", t)
                 # every rank joins the sum, a diverged one too (the fault is told in the reduction below)
                 self.comm.Allreduce(L.stress_limbs, self.stress_sum, op=self.sum_op)
                 for k in range(9):
                     L.acc[ACC_STRESS + k] = exact_value(self.stress_sum, k)
+                t = clock.add("stress_sum", t)
                 if not bad:
                     self._run_steps(AFTER_STRESS)
                     bad = int(L.out[OUT_STATUS]) == STATUS_DIVERGED or int(L.out[OUT_STEPS]) != 1
@@ -334,7 +377,9 @@ class Subdomain:
             # the ghosts' forces are partial sums, and their advance is replaced by their owners'
             L.force[n_own:] = 0.0
             L.torque[n_own:] = 0.0
+            t = clock.add("loop", t)
             self.halo_update(L.pos, L.vel, L.omega, L.quat)
+            t = clock.add("halo", t)
             # the displacement since the rebuild (advance_particles' measure, relative to the cell's
             # stretch since the rebuild when it deforms)
             if self.deforming:
@@ -343,14 +388,17 @@ class Subdomain:
                 d = L.pos[:n_own] - L.pos_build[:n_own]
                 d2 = np.einsum("ij,ij->i", d, d)
             maxd2 = float(np.max(d2)) if n_own else 0.0
+            t = clock.add("displacement", t)
             flag = stops.flag if stops is not None else None
             self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)]), reduced, op=self.max_op)
+            t = clock.add("reduction", t)
             if reduced[1] > 0.0:
                 self.fault = self._fault_report(bad)
                 return 0, True
             stop = int(reduced[2])
             if rebuild_due(L.cell, L.ctl, reduced[0], 0.0):
                 self._rebuild()
+                clock.add("rebuild", t)
             if stop:
                 return stop, False
         return 0, False
@@ -410,7 +458,7 @@ class Subdomain:
         # use (its tilts flipped back within half a cell length: the same lattice of images)
         cell = L.cell.copy()
         flip_tilts(cell)
-        frac = fractions(L.pos, cell, self.periodic)
+        frac = fractional_coordinates(L.pos, cell, self.periodic)
         own = np.arange(self.n_own)
         self.rebuilds_since_balance += 1
         if self.rebuilds_since_balance >= self.rebalance_every:
@@ -430,18 +478,16 @@ class Subdomain:
         to = [(oi == r) | (oj == r) for r in range(self.size)]
         pmask = [_point_mask(ints, t) for t in to]
         c = self.comm
-        rbf, _ = alltoallv(c, [bf[dest[:, r]] for r in range(self.size)], BODY_FLOATS)
-        rbi, _ = alltoallv(c, [bi[dest[:, r]] for r in range(self.size)], BODY_INTS)
-        rri, _ = alltoallv(c, [ints[t] for t in to], ROW_INTS)
-        rrf, _ = alltoallv(c, [floats[t] for t in to], ROW_FLOATS)
-        rpts, _ = alltoallv(c, [pts[p] for p in pmask], 4)
-        rslips, _ = alltoallv(c, [slips[p] for p in pmask], 1)
+        rbf, rbi = alltoallv_rows(c, [bf[dest[:, r]] for r in range(self.size)],
+                                  [bi[dest[:, r]] for r in range(self.size)])
+        rrf, rri = alltoallv_rows(c, [floats[t] for t in to], [ints[t] for t in to])
+        rpts, rslips = alltoallv_rows(c, [pts[p] for p in pmask], [slips[p, None] for p in pmask])
         self.local_work += float(L.acc[ACC_LOCAL_WORK])
-        boundary_work = L.acc[ACC_BOUNDARY_WORK]
+        boundary_work = float(L.acc[ACC_BOUNDARY_WORK])
         limbs = L.stress_limbs
         self._assemble(L, rbf, rbi, rri, rrf, rpts, rslips[:, 0], listed=False)
-        self.local.acc[ACC_BOUNDARY_WORK] = boundary_work
-        self.local.stress_limbs = limbs
+        L.acc[ACC_BOUNDARY_WORK] = boundary_work
+        L.stress_limbs = limbs
 
     # ------------------------------------------------------------ gathering
     def gather_into(self, sim):
@@ -510,12 +556,14 @@ def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverge
     every rank, with the whole state gathered and sim.out naming the fault as the serial run
     names it, when some rank finds the run diverged (Simulation raises Diverged there, after
     on_diverge)."""
-    import time
     from mpi4py import MPI
     from ..engine.interrupts import RunStopped
     check_decomposable(sim, comm.Get_size())
     t0 = time.perf_counter()
-    sub = Subdomain(sim, comm, sim.mpi_rebalance_every)
+    phases = sim.__dict__.setdefault("mpi_phases", PhaseTimes())
+    t = phases.now()
+    sub = Subdomain(sim, comm, sim.mpi_rebalance_every, phases)
+    phases.add("init", t)
     done = 0
     while done < steps:
         chunk = steps - done
@@ -535,7 +583,9 @@ def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverge
                 diverged()
             raise RuntimeError(f"run diverged at step {step} (MPI rank {sub.rank})")
         done += int(sub.local.ictl[ICTL_STEP]) - start
+        t = phases.now()
         sub.gather_into(sim)
+        phases.add("gather", t)
         if callback is not None and every is not None and (sim.step_count - phase) % every == 0:
             callback(sim)
         # a request that arrived outside the steps (while gathering, in the callback)

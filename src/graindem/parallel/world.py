@@ -100,6 +100,19 @@ def alltoallv(comm, parts, width=1):
     return recv, recv_rows
 
 
+def alltoallv_rows(comm, float_parts, int_parts):
+    """alltoallv of rows made of a float64 part (float_parts[r], 2-D) and an int64 part
+    (int_parts[r], 2-D, as many rows), in one exchange: the int64 words travel as float64 words
+    (a view, so their bits arrive unchanged). Returns the floats and the ints received, each
+    concatenated in rank order."""
+    nf = float_parts[0].shape[1]
+    parts = [np.concatenate([np.asarray(f, dtype=np.float64),
+                             np.ascontiguousarray(i, dtype=np.int64).view(np.float64)], axis=1)
+             for f, i in zip(float_parts, int_parts)]
+    rows, _ = alltoallv(comm, parts, parts[0].shape[1])
+    return np.ascontiguousarray(rows[:, :nf]), np.ascontiguousarray(rows[:, nf:]).view(np.int64)
+
+
 def allgatherv(comm, rows, width=1):
     """Every rank's `rows` (2-D, `width` wide), concatenated in rank order, on every rank; and the
     row count of each rank."""
