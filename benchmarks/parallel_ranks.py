@@ -31,6 +31,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from provenance import provenance  # noqa: E402
+
 # the shared data folder next to the checkout (or next to the folder of its git worktrees)
 PACKING = next((p / "shared" / "data" / "packing_4000.csv" for p in ROOT.parents
                 if (p / "shared" / "data" / "packing_4000.csv").exists()), ROOT.parent / "shared" / "data" / "packing_4000.csv")
@@ -85,7 +88,8 @@ def child(name, steps, out):
 
 
 def measure(name, ranks, steps, out):
-    """Start one measurement on `ranks` ranks; returns (steps/s, final pos, final vel)."""
+    """Start one measurement on `ranks` ranks; returns (steps/s, final pos, final vel, each rank's
+    phases: {phase: [wall s, CPU s, calls]})."""
     from graindem.parallel.world import launcher
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", name, "--steps", str(steps), "--out", str(out)]
     env = None
@@ -97,29 +101,36 @@ def measure(name, ranks, steps, out):
         env.setdefault("NUMBA_NUM_THREADS", "1")
         argv = prefix + argv
     subprocess.run(argv, env=env, check=True, cwd=ROOT)
-    rate = json.loads(Path(out).with_suffix(".json").read_text())["steps_per_s"]
+    record = json.loads(Path(out).with_suffix(".json").read_text())
     state = np.load(Path(out).with_suffix(".npz"))
-    return rate, state["pos"], state["vel"]
+    return record["steps_per_s"], state["pos"], state["vel"], record["phases"]
 
 
 def ranks_rates(name, steps, rounds, ranks=(1, 2), workdir="results/parallel_ranks"):
-    """{"ranks": {"1": {"steps_per_s": best}, "2": {...}}, "ranks_vs_serial_max_rel": float} of a
-    scene, the rank counts alternated round by round; max_rel: the largest difference of the final
-    positions and velocities from the one-rank run's, relative to the largest of each."""
+    """{"ranks": {"1": {"steps_per_s": best, "phases_ms_per_step": ...}, "2": {...}},
+    "ranks_vs_serial_max_rel": float} of a scene, the rank counts alternated round by round;
+    phases_ms_per_step: each rank's {phase: [wall ms, CPU ms]} a step in the best round
+    (parallel.subdomain.PhaseTimes; one rank: the whole run); max_rel: the largest difference of
+    the final positions and velocities from the one-rank run's, relative to the largest of each."""
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     best = {r: 0.0 for r in ranks}
+    phases = {}
     final = {}
     for _ in range(rounds):
         for r in ranks:
-            rate, pos, vel = measure(name, r, steps, work / f"{name}_{r}")
-            best[r] = max(best[r], rate)
+            rate, pos, vel, times = measure(name, r, steps, work / f"{name}_{r}")
+            if rate > best[r]:
+                best[r] = rate
+                phases[r] = [{k: [round(w / steps * 1e3, 3), round(c / steps * 1e3, 3)] for k, (w, c, _) in t.items()}
+                             for t in times]
             final[r] = (pos, vel)
     rel = 0.0
     for r in ranks[1:]:
         for a, b in zip(final[r], final[ranks[0]]):
             rel = max(rel, float(np.abs(a - b).max() / np.abs(b).max()))
-    return {"ranks": {str(r): {"steps_per_s": best[r]} for r in ranks}, "ranks_vs_serial_max_rel": rel}
+    return {"ranks": {str(r): {"steps_per_s": best[r], "phases_ms_per_step": phases[r]} for r in ranks},
+            "ranks_vs_serial_max_rel": rel}
 
 
 def profile(name, steps, workdir="results/parallel_ranks"):
@@ -128,10 +139,9 @@ def profile(name, steps, workdir="results/parallel_ranks"):
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     for ranks in (1, 2):
-        measure(name, ranks, steps, work / f"{name}_profile_{ranks}")
-        record = json.loads((work / f"{name}_profile_{ranks}").with_suffix(".json").read_text())
-        print(f"{name}, {ranks} rank(s): {record['steps_per_s']:.2f} steps/s; ms a step (wall / CPU), calls")
-        for rank, phases in enumerate(record["phases"]):
+        rate, _, _, times = measure(name, ranks, steps, work / f"{name}_profile_{ranks}")
+        print(f"{name}, {ranks} rank(s): {rate:.2f} steps/s; ms a step (wall / CPU), calls")
+        for rank, phases in enumerate(times):
             cells = [f"{k} {w / steps * 1e3:.2f}/{c / steps * 1e3:.2f} ({n})" for k, (w, c, n) in phases.items()]
             print(f"  rank {rank}: " + ", ".join(cells), flush=True)
 
@@ -221,7 +231,7 @@ def main(argv=None):
         for s in names:
             profile(s, steps)
         return 0
-    result = {"steps": steps, "rounds": rounds, "scenes": {}}
+    result = {"provenance": provenance(__file__, argv), "steps": steps, "rounds": rounds, "scenes": {}}
     for s in names:
         result["scenes"][s] = ranks_rates(s, steps, rounds)
         r = result["scenes"][s]["ranks"]

@@ -378,19 +378,22 @@ class Subdomain:
             L.force[n_own:] = 0.0
             L.torque[n_own:] = 0.0
             t = clock.add("loop", t)
-            self.halo_update(L.pos, L.vel, L.omega, L.quat)
-            t = clock.add("halo", t)
             # the displacement since the rebuild (advance_particles' measure, relative to the cell's
-            # stretch since the rebuild when it deforms)
+            # stretch since the rebuild when it deforms), from the owned spheres, which the ghost
+            # refresh does not touch: the reduction runs while the ghosts are refreshed
             if self.deforming:
                 d2 = displacements_since_build(L.pos[:n_own], L.pos_build[:n_own], L.cell)
             else:
                 d = L.pos[:n_own] - L.pos_build[:n_own]
                 d2 = np.einsum("ij,ij->i", d, d)
             maxd2 = float(np.max(d2)) if n_own else 0.0
-            t = clock.add("displacement", t)
             flag = stops.flag if stops is not None else None
-            self.comm.Allreduce(np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)]), reduced, op=self.max_op)
+            mine = np.array([maxd2, 1.0 if bad else 0.0, float(flag or 0)])
+            t = clock.add("displacement", t)
+            pending = self.comm.Iallreduce(mine, reduced, op=self.max_op)
+            self.halo_update(L.pos, L.vel, L.omega, L.quat)
+            t = clock.add("halo", t)
+            pending.Wait()
             t = clock.add("reduction", t)
             if reduced[1] > 0.0:
                 self.fault = self._fault_report(bad)
