@@ -17,17 +17,20 @@ computed too and their results ignored.
 A step: one call of the serial time loop (engine.loop.run_steps) on the local state (in a deforming
 cell, in two parts around the reduction of the stress sum, which the servo reads), with the owned
 spheres numbered first and only they integrated, its own rebuild test switched off; the ghosts
-refreshed from their owners (world.HaloUpdate: positions, velocities, spins, orientations); then
-the rebuild test (engine.loop.rebuild_due) on the largest displacement of all ranks (an exact
-maximum). At a rebuild the owned spheres go to the ranks whose boxes now hold them, each with the
-ranks whose halo it reaches, and every pair row goes, with its load history (row_transfer), to the
-new owners of its two spheres, sent by the owner of its lower-id sphere (the row's authoritative
-copy); the local neighbour build then carries it over as the serial build does. Every
-`Simulation.mpi_rebalance_every` rebuilds the boxes are bisected again from all positions.
+refreshed from their owners (world.HaloUpdate: positions, velocities, spins, orientations) while
+the largest displacement of the owned spheres is reduced over the ranks (an exact maximum, a
+non-blocking reduction); then the rebuild test (engine.loop.rebuild_due) on it. At a rebuild the
+owned spheres go to the ranks whose boxes now hold them, each with the ranks whose halo it
+reaches, and every pair row goes, with its load history (row_transfer), to the new owners of its
+two spheres, sent by the owner of its lower-id sphere (the row's authoritative copy); the local
+Simulation's arrays are refilled in place and its neighbour build carries the rows over as the
+serial build does. Every `Simulation.mpi_rebalance_every` rebuilds the boxes are bisected again
+from all positions.
 
 Between calls of Simulation.run the Simulation holds the whole state on every rank, gathered
-(gather_into) in the serial layout: the spheres in global order, and the pair list rebuilt in the
-serial order from the build positions with every row's state carried over, so measure(),
+(gather_into) in the serial layout: the spheres in global order, and the pair list in the serial
+order (the ranks' rows sorted by their lower sphere: each group of rows is held whole, in the
+serial order, by that sphere's owner), so measure(),
 state_dict() and checkpoints read as from a serial run (the history store is laid out afresh: its
 point indices differ from a serial run's, its histories do not). The stress sum is the serial
 one bit for bit (core.exact_sum: each rank's exact accumulator holds the rows of its own spheres i,
@@ -45,12 +48,13 @@ from ..contact.store import HistoryStore
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
                          cell_heights, flip_tilts, fractional_coordinates, shear_since_build)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN,
-                           CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWCAND, ICTL_SORT,
+                           CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NWCAND, ICTL_SORT,
                            ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX,
                            STATUS_DIVERGED)
 from ..core.exact_sum import exact_value, new_accumulator
 from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
                            run_steps)
+from ..engine.neighbours import refresh_constants
 from .bisection import Bisection
 from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows, unpack_rows_into
 from .world import HaloUpdate, allgatherv, alltoallv, alltoallv_rows
@@ -526,28 +530,34 @@ class Subdomain:
         sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
         cap = sim.pi.shape[0]
         sim.pfs, sim.pist, sim.pcq, sim.store = unpack_rows(RI, RF, P, SL[:, 0], cap)
-        sim.pi[:nrows] = RI[:, 0]
-        sim.pj[:nrows] = RI[:, 1]
+        # the serial list: its rows are grouped by their lower sphere in id order, and each group is
+        # held whole, in the serial order, by the rank that owns that sphere (whose local build lists
+        # the serial rows among its spheres in the serial order); a row's history stays where
+        # unpack_rows laid it, its head travelling with the row
+        lower = np.minimum(RI[:, 0], RI[:, 1])
+        rows = np.argsort(lower, kind="stable")
+        for a in (sim.pfs, sim.pist, sim.pcq):
+            a[:nrows] = a[rows]
+        sim.pi[:nrows] = RI[rows, 0]
+        sim.pj[:nrows] = RI[rows, 1]
+        sim.pstart = np.searchsorted(lower[rows], np.arange(sim.n + 1)).astype(np.int64)
         ictl = L.ictl.copy()
         ictl[ICTL_N] = sim.n
         ictl[ICTL_NPAIRS] = nrows
         ictl[ICTL_NWCAND] = 0
+        ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
         sim.ictl = ictl
-        cell = L.cell.copy()
-        sim.ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
+        sim.pos = np.ascontiguousarray(BF[:, 0:3])
         sim.vel = np.ascontiguousarray(BF[:, 3:6])
         sim.omega = np.ascontiguousarray(BF[:, 6:9])
         sim.quat = np.ascontiguousarray(BF[:, 9:13])
+        sim.pos_build = np.ascontiguousarray(BF[:, 16:19])
         sim.force = np.zeros((sim.n, 3))
         sim.torque = np.zeros((sim.n, 3))
-        # the serial list is the build of the build positions in the cell of the build: rebuild it
-        # there, then move on
-        sim.cell = build_cell(cell)
-        sim.pos = np.ascontiguousarray(BF[:, 16:19])
-        sim._rebuild()
-        sim.pos = np.ascontiguousarray(BF[:, 0:3])
-        sim.cell = cell
-        sim.ictl[ICTL_NREBUILDS] = L.ictl[ICTL_NREBUILDS]
+        sim.cell = L.cell.copy()
+        # the rows' constants, as the build sets them (and as a restart recomputes them)
+        refresh_constants(sim.radius, sim.mass, sim.pmat, sim.mtab, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pk, sim.pm,
+                          sim.wcand, sim.wk, sim.wm)
         sim.acc = acc
 
 
