@@ -245,16 +245,18 @@ class Subdomain:
             self.local = self._new_local(src, bf, bi, ints, floats, pts, slips, li, lj, cap)
         else:
             L = self.local
+            # the rows past m are cleared, as in fresh arrays: all of new arrays, else those the
+            # last build wrote
             if L.pi.shape[0] < cap:
                 L._alloc_pairs(cap + cap // 4)  # a margin: the local sphere count varies between rebuilds
+                top = L.pi.shape[0]
             else:
-                # rows the last build wrote past m are cleared, as a fresh array's are
                 top = max(self.rows_written, m)
                 L.pi[m:top] = 0
                 L.pj[m:top] = 0
             if L.store.capacity < max(1024, 2 * pts.shape[0]):
                 L.store = HistoryStore(max(1024, 2 * pts.shape[0]))
-            unpack_rows_into(ints, floats, pts, slips, L.pfs, L.pist, L.pcq, L.store, max(self.rows_written, m))
+            unpack_rows_into(ints, floats, pts, slips, L.pfs, L.pist, L.pcq, L.store, top)
             L.pi[:m] = li
             L.pj[:m] = lj
             for name, a in (("pos", bf[:, 0:3]), ("vel", bf[:, 3:6]), ("omega", bf[:, 6:9]), ("quat", bf[:, 9:13]),
@@ -573,7 +575,9 @@ def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverge
     from ..engine.interrupts import RunStopped
     check_decomposable(sim, comm.Get_size())
     t0 = time.perf_counter()
-    phases = sim.__dict__.setdefault("mpi_phases", PhaseTimes())
+    # the phase times of the Simulation's decomposed runs, summed over its run calls
+    phases = getattr(sim, "mpi_phases", None) or PhaseTimes()
+    sim.mpi_phases = phases
     t = phases.now()
     sub = Subdomain(sim, comm, sim.mpi_rebalance_every, phases)
     phases.add("init", t)
