@@ -671,7 +671,7 @@ class Simulation(DeformableGrains, MixedBodies):
         faces) fall to twice the neighbour cutoff no longer has a unique minimum image: stop."""
         h = self.cell_matrix
         vol = abs(np.linalg.det(h))
-        cutoff = 2.0 * float(self.grains.radius.max()) + self.skin
+        cutoff = 2.0 * self._largest_bounding_radius() + self.skin
         for k in range(3):
             height = vol / np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3]))
             if self.periodic[k] and height <= 2.0 * cutoff:
@@ -780,6 +780,16 @@ class Simulation(DeformableGrains, MixedBodies):
             self._check_shear_heights()
             self._push_control()
 
+    def _largest_bounding_radius(self):
+        """The largest bounding radius of the run's bodies (the neighbour cutoff's 2 r_max + skin)."""
+        if self.grains is not None:
+            return float(self.grains.radius.max())
+        if self.deformable is not None:
+            d = self.deformable
+            # a deformed grain's radius at the last rebuild, or its template's before the first
+            return float(max(d.radius.max(), (d.t_radius + 2.0 * d.t_h)[d.tmpl].max()))
+        return float(self.radius.max())
+
     def _check_shear_heights(self):
         """A sheared cell's heights (distances between opposite faces) shrink with the tilt; with
         every tilt at its flip limit of half a cell length they must still exceed twice the neighbour
@@ -787,8 +797,7 @@ class Simulation(DeformableGrains, MixedBodies):
         if not np.any(self.shear != 0.0):
             return
         L = self.cell[CELL_L:CELL_L + 3] if self.ready else self.box_hi - self.box_lo
-        rmax = float(self.grains.radius.max()) if self.grains is not None else float(self.radius.max())
-        cutoff = 2.0 * rmax + self.skin
+        cutoff = 2.0 * self._largest_bounding_radius() + self.skin
         worst = np.inf * np.ones(3)
         lim = [0.5 * L[0] if self.shear[0] != 0 or self.shear[1] != 0 else 0.0,
                0.5 * L[0] if self.shear[1] != 0 or self.shear[0] != 0 else 0.0,
@@ -876,6 +885,9 @@ class Simulation(DeformableGrains, MixedBodies):
         value = float(value)
         if not (0.0 <= value < 1.0):
             raise ValueError(f"local_damping must lie in [0, 1), got {value!r}")
+        if value != 0.0 and (self.deformable is not None or self._deform_batches):
+            raise ValueError("local_damping is not applied to deformable grains: damp them by the contact damping "
+                             "(set_deformable_contact) and the modal damping (add_deformable_grains)")
         self.local_damping = value
         if self.ready:
             self.ctl[CTL_LOCAL_DAMP] = value
@@ -1253,10 +1265,13 @@ class Simulation(DeformableGrains, MixedBodies):
 
     @property
     def kinds(self):
-        """{body kind: count} of the bodies in the run ("sphere", "levelset"; both in a mixed run)."""
+        """{body kind: count} of the bodies in the run ("sphere", "levelset", "deformable"; spheres and
+        level-set grains in a mixed run)."""
         self.setup()
         if self.mixed is not None:
             return {"sphere": self.n, "levelset": self.grains.n}
+        if self.deformable is not None:
+            return {"deformable": self.deformable.n}
         return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
 
     @property
@@ -1315,11 +1330,12 @@ class Simulation(DeformableGrains, MixedBodies):
         sigma = (1/V) [sum_pairs f_ij (x) l_ij + sum_wall contacts f_(i->wall) (x) h n].
         Level-set grains: the same sum over their node contacts at the last force evaluation (the
         node force times the branch vector between the two centres; walls: times the vector from
-        the grain's centre to the node), contact.levelset_contact."""
+        the grain's centre to the node), contact.levelset_contact. Deformable grains: the same sum
+        over their node contacts (cylinders as walls), bodies.deformable."""
         V = self.volume if volume is None else float(volume)
         if self.mixed is not None:
             return self._mixed_stress(V)
-        if self.grains is not None:
+        if self.grains is not None or self.deformable is not None:
             self.setup()
             return self.acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3) / V
         return self._sphere_stress(V)

@@ -177,7 +177,7 @@ def _drive(sim, state, out, steps, quiet):
                "steps": sim.step_count - start, "steps_this_run": int(steps),
                "steps_per_s": steps / seconds if seconds > 0 else None, "dt": sim.dt, "dt_crit": sim.dt_crit,
                "wall_force": row["wall_force"], "wall_travel": row["wall_travel"], "eps_mean": row["eps_mean"],
-               "eps_max": row["eps_max"], "energies": d.energies(sim.gravity), "run_id": state["run_id"]}
+               "eps_max": row["eps_max"], "energies": sim.deformable_energies(), "run_id": state["run_id"]}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
     if not quiet:
         print(f"{d.n} deformable grains, {summary['steps']} steps, {summary['steps_per_s'] or 0:.0f} steps/s, "
