@@ -158,6 +158,14 @@ def test_mixed_kinds_and_bad_contact_are_refused(sphere):
         sim.setup()
     with pytest.raises(ValueError, match="kt_ratio"):
         sim.set_deformable_contact(1e4, kt_ratio=0.0)
+    damped = Simulation(density=1.0, local_damping=0.5)
+    damped.set_box((-30, -30, -30), (30, 30, 30))
+    damped.add_deformable_grains(sphere, [[0.0, 0, 0]], modes=[])
+    damped.set_deformable_contact(1e4)
+    with pytest.raises(ValueError, match="local_damping"):
+        damped.setup()
+    with pytest.raises(ValueError, match="local_damping"):
+        damped.set_local_damping(0.3)
     with pytest.raises(ValueError, match="modal_mass"):
         Simulation().add_deformable_grains(sphere, [[0.0, 0, 0]], modal_mass=[[1.0, 0], [0, 1]],
                                            response=LinearResponse([[1.0]]))
@@ -172,9 +180,21 @@ RESTART_SCRIPT = textwrap.dedent("""
 """)
 
 
+def assert_restart_continues_bit_for_bit(folder, m):
+    """`folder`/a.h5 continued by m steps in a new process equals `folder`/straight.h5, array for array."""
+    from graindem.io.checkpoint import load_checkpoint
+
+    subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(folder / "a.h5"), str(folder / "restarted.h5"), str(m)],
+                   check=True)
+    straight, _ = load_checkpoint(folder / "straight.h5")
+    restarted, _ = load_checkpoint(folder / "restarted.h5")
+    assert set(straight) == set(restarted)
+    for name in straight:
+        np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+
+
 def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     from graindem.engine import checkpoint
-    from graindem.io.checkpoint import load_checkpoint
 
     def build():
         sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
@@ -196,13 +216,7 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     sim.run(m)
     checkpoint.save(sim, tmp_path / "straight.h5")
     assert int(sim.deformable.gctl[3]) > 0 and np.any(sim.deformable.partner >= 0)   # contacts with history
-    subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(tmp_path / "a.h5"), str(tmp_path / "restarted.h5"),
-                    str(m)], check=True)
-    straight, _ = load_checkpoint(tmp_path / "straight.h5")
-    restarted, _ = load_checkpoint(tmp_path / "restarted.h5")
-    assert set(straight) == set(restarted)
-    for name in straight:
-        np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+    assert_restart_continues_bit_for_bit(tmp_path, m)
 
 
 def test_divergence_names_the_grains(sphere):
@@ -227,8 +241,8 @@ def sheared_pair(tpl, centre):
     sim.set_box((0, 0, 0), (CELL,) * 3, periodic=(True, True, True))
     c = np.asarray(centre, dtype=np.float64)
     u = PAIR_OFFSET / np.linalg.norm(PAIR_OFFSET)
-    sim.add_deformable_grains(tpl, [c, c + PAIR_OFFSET], modal_mass=[[MODAL_MASS]], response=LinearResponse([[MODAL_K]]),
-                              eps=[0.01], velocities=[0.3 * u + [0.02, 0, 0], -0.3 * u],
+    sim.add_deformable_grains(tpl, [c, c + PAIR_OFFSET], modal_mass=[[MODAL_MASS]],
+                              response=LinearResponse([[MODAL_K]]), eps=[0.01], velocities=[0.3 * u + [0.02, 0, 0], -0.3 * u],
                               angular_velocities=[[0, 0, 0.01], [0.01, 0, 0]])
     sim.set_deformable_contact(1e3, damping=5.0)
     sim.control_shear("xy", 0.05)
@@ -305,7 +319,6 @@ def test_servo_compresses_an_assembly_to_its_target_stress_and_restarts_bit_for_
     loose lattice, compressed by the stress servo on all three axes until the mean stress is the target
     at rest; then driven to a new target along x, checkpointed, and continued in a new process."""
     from graindem.engine import checkpoint
-    from graindem.io.checkpoint import load_checkpoint
 
     tpl = compaction_sphere(n_nodes=100)
     spacing = 20.5
@@ -319,7 +332,6 @@ def test_servo_compresses_an_assembly_to_its_target_stress_and_restarts_bit_for_
     for axis in range(3):
         sim.control_axis(axis, stress=SERVO_TARGET, gain=0.004, max_rate=0.005)
     sim.run(1100)
-    d = sim.deformable
     sig = sim.stress()
     assert np.trace(sig) / 3.0 == pytest.approx(SERVO_TARGET, rel=0.01)
     np.testing.assert_allclose(np.diag(sig), SERVO_TARGET, rtol=0.02)
@@ -337,10 +349,4 @@ def test_servo_compresses_an_assembly_to_its_target_stress_and_restarts_bit_for_
     sim.run(m)
     checkpoint.save(sim, tmp_path / "straight.h5")
     assert sim.box_lengths[0] < length - 1e-4
-    subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(tmp_path / "a.h5"), str(tmp_path / "restarted.h5"),
-                    str(m)], check=True)
-    straight, _ = load_checkpoint(tmp_path / "straight.h5")
-    restarted, _ = load_checkpoint(tmp_path / "restarted.h5")
-    assert set(straight) == set(restarted)
-    for name in straight:
-        np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+    assert_restart_continues_bit_for_bit(tmp_path, m)

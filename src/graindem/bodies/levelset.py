@@ -47,8 +47,8 @@ from ..boundaries.servo import servo
 from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, CELL_TILT_BUILD, advance_cell,
-                         deformation_since_build, flow_displacement, grid_bin_of, is_sheared, min_image, min_image_tilted,
-                         wrap_and_grid, wrap_and_grid_tilted)
+                         deformation_since_build, flow_displacement, grid_bin_of, is_sheared, min_image,
+                         min_image_tilted, wrap_and_grid, wrap_and_grid_tilted)
 from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
 

@@ -220,8 +220,8 @@ class DeformableGrains:
         if not self._box_set:
             raise ValueError("no domain: call set_box first")
         if self.local_damping != 0.0:
-            raise ValueError(f"local_damping = {self.local_damping} is not applied to deformable grains: give 0 and damp "
-                             "them by the contact damping (set_deformable_contact) and the modal damping")
+            raise ValueError(f"local_damping = {self.local_damping} is not applied to deformable grains: give 0 and "
+                             "damp them by the contact damping (set_deformable_contact) and the modal damping")
         mats = sorted({b["material"] for b in self._deform_batches})
         mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
         if len(mus) > 1:

@@ -1422,6 +1422,9 @@ class Simulation(DeformableGrains, MixedBodies):
 
     def measure(self):
         """Measurements of the current state (never changes the state)."""
+        if self.deformable is not None or self._deform_batches:
+            raise ValueError("measure() does not cover deformable grains yet: read sim.stress(), "
+                             "sim.deformable_energies() and sim.deformable.window_means()")
         if self.grains is not None or self._grain_batches:
             self.setup()
             if self.mixed is not None:
