@@ -447,7 +447,7 @@ def internal_force(t, e0, eps, t_nmodes, t_mat_off, t_k, t_table_resp, t_tab_off
 def advance(dt, tmpl, motion, dof, pos, vel, quat, angmom, omega, force, torque, mass, inertia, eps, epsdot, gen,
             eps_off, t_nmodes, t_mat_off, t_mlhs, t_mrhs, t_k, t_c, t_table_resp, t_tab_off, t_tab_eps, t_tab_force,
             t_tab_slope, t_beta, cell, energy):
-    """Kick and drift of every grain's modes, translation and rotation (module docstring, step 5); a
+    """Kick and drift of every grain's modes, translation and rotation (module docstring, step 6); a
     dynamic grain's centre drifts with its velocity plus the cell's affine flow."""
     Lb = np.empty(3)
     R = np.empty((3, 3))
@@ -740,8 +740,7 @@ class DeformableBodies:
                 self.mass, self.inertia, self.force, self.torque, self.eps, self.epsdot, self.gen, self.eps_off,
                 self.hist_off, self.shear, self.partner, self.last_step, self.xw, self.vw, self.node_r, self.radius,
                 self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, self.o_type,
-                self.o_point,
-                self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
+                self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
                 self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.energy, self.acc_ofor,
                 self.acc_opos, self.acc_eps, self.acc_pos, self.acc_t, self.gctl)
             done += n
