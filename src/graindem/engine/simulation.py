@@ -1331,7 +1331,8 @@ class Simulation(DeformableGrains, MixedBodies):
         Level-set grains: the same sum over their node contacts at the last force evaluation (the
         node force times the branch vector between the two centres; walls: times the vector from
         the grain's centre to the node), contact.levelset_contact. Deformable grains: the same sum
-        over their node contacts (cylinders as walls), bodies.deformable."""
+        over their node contacts (cylinders as walls), bodies.deformable, evaluated at the start of
+        the last step (their forces come before the step's drift), over the volume now."""
         V = self.volume if volume is None else float(volume)
         if self.mixed is not None:
             return self._mixed_stress(V)
