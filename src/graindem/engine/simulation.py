@@ -25,6 +25,7 @@ from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id
+from ..contact.energy import hertz_energy_sum
 from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, MOTIONS,
                                LevelSetBodies, node_contact_time_step)
 from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_SLIDING, LAWS as LEVELSET_LAWS,
@@ -1085,17 +1086,18 @@ class Simulation(DeformableGrains, MixedBodies):
         computes one, so measure()'s contact energy counts them only from then on, and an energy
         balance started before the first step adds this to its start."""
         m = int(self.ictl[ICTL_NPAIRS])
-        delta = np.maximum(self._pair_geometry()[4], 0.0)
-        energy = 0.4 * float(np.sum(self.pk[:m, PK_CN] * delta * delta * np.sqrt(delta)))
+        energy = hertz_energy_sum(np.ascontiguousarray(self.pk[:m, PK_CN]), self._pair_geometry()[4])
         nw = self.walls.shape[0]
         if nw:
             rows = np.arange(int(self.ictl[ICTL_NWCAND]))
-            i = self.wcand[rows] // nw
-            w = self.wcand[rows] % nw
-            h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
-            delta = np.maximum(self.radius[i] - h, 0.0)
-            energy += 0.4 * float(np.sum(self.wk[rows, PK_CN] * delta * delta * np.sqrt(delta)))
+            delta = self._wall_overlaps(self.wcand[rows] // nw, self.wcand[rows] % nw)
+            energy += hertz_energy_sum(np.ascontiguousarray(self.wk[rows, PK_CN]), delta)
         return energy
+
+    def _wall_overlaps(self, i, w):
+        """Overlaps (radius minus distance to the plane) of spheres i with walls w (arrays)."""
+        h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
+        return self.radius[i] - h
 
     def _check_initial_overlaps(self):
         i, j, d, dist, delta = self._pair_geometry()
@@ -1106,9 +1108,9 @@ class Simulation(DeformableGrains, MixedBodies):
             raise ValueError(f"{bad.size} particle pair(s) overlap by more than max_initial_overlap = "
                              f"{self.max_initial_overlap} of the smaller radius at start; worst: particles "
                              f"{int(i[b])} and {int(j[b])} overlap {frac[b]:.3g}")
+        every = np.arange(self.n)
         for w in range(self.walls.shape[0]):
-            h = (self.pos - self.walls[w, :3]) @ self.walls[w, 3:6]
-            frac = (self.radius - h) / self.radius
+            frac = self._wall_overlaps(every, np.full(self.n, w)) / self.radius
             bad = np.flatnonzero(frac > self.max_initial_overlap)
             if bad.size:
                 raise ValueError(f"{bad.size} particle(s) overlap wall {w} by more than max_initial_overlap = "
