@@ -242,6 +242,20 @@ def two_ranks(tmp_path_factory):
     return tmp_path
 
 
+@pytest.fixture(scope="module")
+def three_ranks(two_ranks, tmp_path_factory):
+    """The folder of runs written on 2 ranks and continued on 3 (one MPI launch)."""
+    tmp_path = tmp_path_factory.mktemp("three_ranks")
+    _mpirun(tmp_path, f'''
+        from graindem.engine import checkpoint
+        for name, steps in (("cell100", 100), ("walled150", 150)):
+            sim, _ = checkpoint.load({str(two_ranks)!r} + "/" + name + ".h5")
+            sim.run(steps)
+            checkpoint.save(sim, name + "_3ranks.h5")
+    ''', ranks=3)
+    return tmp_path
+
+
 @needs_mpi
 def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_counts_and_refuse_more_ranks_than_spheres(two_ranks):
     tmp_path = two_ranks
@@ -271,13 +285,7 @@ def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_c
 
 @needs_mpi
 def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
-                                                                                                        tmp_path):
-    _mpirun(tmp_path, f'''
-        from graindem.engine import checkpoint
-        sim, _ = checkpoint.load({str(two_ranks / "cell100.h5")!r})
-        sim.run(100)
-        checkpoint.save(sim, "cell100_3ranks200.h5")
-    ''', ranks=3)
+                                                                                                        three_ranks):
     ref = stretch(build())
     ref.run(200)
     m = ref.measure()
@@ -287,7 +295,7 @@ def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_
     assert work != 0.0
     one, _ = checkpoint.load(two_ranks / "cell100.h5")
     one.run(100)  # written on 2 ranks, continued on 1
-    for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(tmp_path / "cell100_3ranks200.h5")[0]):
+    for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(three_ranks / "cell100_3ranks.h5")[0]):
         assert_same_run(sim, ref)
 
 
@@ -332,14 +340,9 @@ def test_a_sheared_cell_runs_the_serial_trajectory_across_a_tilt_flip_on_2_ranks
 
 @needs_mpi
 def test_a_walled_box_with_a_moving_lid_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
-                                                                                                      tmp_path):
-    _mpirun(tmp_path, f'''
-        from graindem.engine import checkpoint
-        sim, _ = checkpoint.load({str(two_ranks / "walled150.h5")!r})
-        sim.run(150)
-        checkpoint.save(sim, "walled150_3ranks300.h5")
-    ''', ranks=3)
+                                                                                                      three_ranks):
     ref = walled()
+    ref.setup()
     lid = ref.walls[5, 2]
     ref.run(150)
     half = ref.state_dict()
@@ -352,7 +355,7 @@ def test_a_walled_box_with_a_moving_lid_runs_the_serial_trajectory_on_2_ranks_an
     assert np.array_equal(one.state_dict()[0]["wfs"], half[0]["wfs"])
     one.run(150)
     for sim in (checkpoint.load(two_ranks / "walled300.h5")[0], one,
-                checkpoint.load(tmp_path / "walled150_3ranks300.h5")[0]):
+                checkpoint.load(three_ranks / "walled150_3ranks.h5")[0]):
         assert_same_run(sim, ref)
 
 
