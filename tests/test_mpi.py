@@ -535,6 +535,23 @@ DIVERGING = textwrap.dedent('''
         vel[4, 0], vel[5, 0] = 50.0, -50.0
         sim.add_particles(pos, [R] * 8, velocities=vel)
         return sim
+
+    def diverging_at_walls():
+        """Eight spheres at rest in a box of four walls, x = -+10 mm (walls 0, 1), y = -+10 mm
+        (walls 2, 3): sphere 1 (x < 0) overlaps wall 3 and sphere 5 (x > 0) wall 2 by 0.2 R, beyond
+        diverge_overlap; each rank finds one, and the serial wall pass stops at the first row in
+        its key order (sphere, then wall): sphere 1's."""
+        R = 1e-3
+        sim = Simulation(law="linear", E=70e9, nu=0.25, density=2500.0, max_initial_overlap=0.5,
+                         diverge_overlap=0.1)
+        sim.set_box((-0.01, -0.01, -0.01), (0.01, 0.01, 0.01))
+        for k in range(2):
+            sim.add_wall((-0.01, -0.01, 0.0), np.eye(3)[k])
+            sim.add_wall((0.01, 0.01, 0.0), -np.eye(3)[k])
+        pos = [[-0.008, 0.0, 0.0], [-0.005, 0.01 - 0.8 * R, 0.0], [-0.002, 0.0, 0.0], [-0.008, 0.005, 0.0],
+               [0.002, 0.0, 0.0], [0.005, -0.01 + 0.8 * R, 0.0], [0.008, 0.005, 0.0], [0.008, -0.005, 0.0]]
+        sim.add_particles(pos, [R] * 8)
+        return sim
 ''')
 exec(DIVERGING, namespace)
 
@@ -557,6 +574,10 @@ def test_a_divergence_found_by_one_rank_stops_every_rank_names_the_serial_contac
             sim.run(1000, on_diverge=save)
         except Diverged as exc:
             open(f"diverged{rank}.txt", "w").write(repr((str(exc), exc.particles, exc.contacts, calls)))
+        try:
+            diverging_at_walls().run(10)
+        except Diverged as exc:
+            open(f"wall_diverged{rank}.txt", "w").write(repr((str(exc), exc.particles, exc.contacts)))
     '''))
     ref = namespace["diverging"]()
     with pytest.raises(Diverged) as info:
@@ -571,3 +592,11 @@ def test_a_divergence_found_by_one_rank_stops_every_rank_names_the_serial_contac
     assert written.step_count == ref.step_count
     # the spheres of the rank that found the fault are where the serial run left them
     assert np.array_equal(written.pos[:4], ref.pos[:4])
+    # faults in the wall pass on both ranks: the serial run's first, named as it names it
+    with pytest.raises(Diverged) as info:
+        namespace["diverging_at_walls"]().run(10)
+    serial = info.value
+    assert "particle 1 and wall 3" in str(serial) and serial.contacts == [(1, -4)]
+    for rank in (0, 1):
+        assert (tmp_path / f"wall_diverged{rank}.txt").read_text() == repr((str(serial), serial.particles,
+                                                                           serial.contacts))
