@@ -1214,7 +1214,7 @@ class Simulation(DeformableGrains, MixedBodies):
                       self.wfs, self.wist, self.wcq, self.wk, self.wm,
                       self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out,
                       self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel, NO_MORE_STRESS,
-                      self.stress_limbs, WHOLE_STEPS)
+                      self.stress_limbs, WHOLE_STEPS, new_accumulator(3 * self.walls.shape[0]))
             done += int(self.out[OUT_STEPS])
             status = int(self.out[OUT_STATUS])
             if status == STATUS_PAIRS_FULL:

@@ -5,6 +5,11 @@ quaternion (floats), and its history (contact.store) as its points bottom-up (pt
 slip flags. Laid out again, each history takes consecutive points of a fresh store, bottom first,
 as the store's compaction lays it out: only the points' indices differ from the sender's store, and
 no result depends on those.
+
+Wall rows (a sphere against a plane wall, keyed i * n_walls + w in the wall candidates) travel in
+the same layout, their first int the sphere's global id and their second -1 - w (is_wall_row), so
+that one exchange carries both kinds; unpack_with_wall_rows lays the histories of both into one
+store.
 """
 
 import numpy as np
@@ -56,9 +61,31 @@ def pack_rows(gid, pi, pj, pfs, pist, pcq, store, rows):
     """(ints (m, ROW_INTS), floats (m, ROW_FLOATS), points (p, 4), slips (p,)) of pair rows `rows`;
     gid maps the rows' body indices to global ids."""
     rows = np.asarray(rows, dtype=np.int64)
+    return _pack(gid[pi[rows]], gid[pj[rows]], pfs, pist, pcq, store, rows)
+
+
+def pack_wall_rows(gid, wcand, n_walls, wfs, wist, wcq, store, rows):
+    """pack_rows of the wall rows `rows` (keys wcand = i * n_walls + w): the first int the sphere's
+    global id gid[i], the second -1 - w."""
+    rows = np.asarray(rows, dtype=np.int64)
+    i = wcand[rows] // n_walls
+    return _pack(gid[i], -1 - (wcand[rows] - i * n_walls), wfs, wist, wcq, store, rows)
+
+
+def is_wall_row(ints):
+    """Which packed rows are wall rows (pack_wall_rows)."""
+    return ints[:, 1] < 0
+
+
+def wall_of(ints):
+    """The wall index of packed wall rows."""
+    return -1 - ints[:, 1]
+
+
+def _pack(first, second, pfs, pist, pcq, store, rows):
     ints = np.empty((rows.size, ROW_INTS), dtype=np.int64)
-    ints[:, 0] = gid[pi[rows]]
-    ints[:, 1] = gid[pj[rows]]
+    ints[:, 0] = first
+    ints[:, 1] = second
     ints[:, 2:] = pist[rows]
     floats = np.concatenate([pfs[rows], pcq[rows]], axis=1)
     npts = int(pist[rows, S.I_LEN].sum())
@@ -98,3 +125,50 @@ def unpack_rows(ints, floats, pts, slips, capacity):
     store.meta[M_LIVE] = total
     store.meta[M_PEAK] = total
     return pfs, pist, pcq, store
+
+
+def take_rows(ints, floats, pts, slips, order):
+    """The packed rows `order` (indices into the rows, in that order), with their histories."""
+    starts = history_slices(ints)
+    lens = np.diff(starts)[order]
+    # each taken row's points: its first point plus 0 .. len - 1
+    first = np.repeat(starts[:-1][order], lens)
+    offset = np.arange(first.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    p = first + offset
+    return ints[order], floats[order], pts[p], slips[p]
+
+
+def join_rows(a, b):
+    """Packed rows a followed by packed rows b."""
+    return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
+
+
+def split_wall_rows(ints, floats, pts, slips):
+    """(pair rows, wall rows) of packed rows, each (ints, floats, pts, slips) in their order."""
+    wall = is_wall_row(ints)
+    return (take_rows(ints, floats, pts, slips, np.flatnonzero(~wall)),
+            take_rows(ints, floats, pts, slips, np.flatnonzero(wall)))
+
+
+def unpack_with_wall_rows(pairs, walls, capacity, wall_capacity):
+    """(pfs, pist, pcq, wfs, wist, wcq, store): unpack_rows of the packed pair rows `pairs` (capacity
+    rows) and the packed wall rows `walls` (wall_capacity rows), one fresh store holding the
+    histories of both."""
+    m = pairs[0].shape[0]
+    mw = walls[0].shape[0]
+    pfs, pist, pcq, store = unpack_rows(*join_rows(pairs, walls), max(capacity, m + mw))
+    wfs = np.zeros((wall_capacity, S.N_FSTATE))
+    wist = np.zeros((wall_capacity, S.N_ISTATE), dtype=np.int64)
+    wist[:, S.I_HEAD] = -1
+    wcq = np.zeros((wall_capacity, 4))
+    wcq[:, 0] = 1.0
+    wall = slice(m, m + mw)
+    wfs[:mw] = pfs[wall]
+    wist[:mw] = pist[wall]
+    wcq[:mw] = pcq[wall]
+    pfs[wall] = 0.0
+    pist[wall] = 0
+    pist[wall, S.I_HEAD] = -1
+    pcq[wall] = (1.0, 0.0, 0.0, 0.0)
+    return (np.ascontiguousarray(pfs[:capacity]), np.ascontiguousarray(pist[:capacity]),
+            np.ascontiguousarray(pcq[:capacity]), wfs, wist, wcq, store)
