@@ -11,7 +11,7 @@ the best round. The timed part is `Simulation.run(steps)` after one warm-up step
 compiled or loaded from the cache): on several ranks it includes the decomposition at the start
 of the call and the gathering of the whole state at its end.
 
-Scenes (spheres only: walls and viscous damping do not run decomposed, docs/parallel-mpi.md):
+Scenes (spheres only; viscous damping does not run decomposed, docs/parallel-mpi.md):
 - packing_4000: the shared settled packing (shared/data/packing_4000.csv, 4000 spheres in a
   30 mm x 30 mm column) with the box periodic along x and y instead of the walls, no gravity,
   Cundall's local damping 0.1 instead of restitution, Jäger law;

@@ -33,6 +33,7 @@ from graindem.boundaries.servo import servo
 from graindem.boundaries.walls import wall_forces
 from graindem.contact.rows import turn_frame
 from graindem.core.cell import CELL_L, CELL_LBUILD, min_image
+from graindem.core.exact_sum import new_accumulator
 from graindem.core.layout import CTL_RMAX, CTL_SKIN, ICTL_NPAIRS, ICTL_PERIODIC, ICTL_STEP, N_PRM, PAIR_INDEX
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
@@ -130,6 +131,7 @@ def profile(sim, steps):
     st = sim.store
     prm = np.full(N_PRM, -1.0)  # scratch record of the force loops
     nw = sim.walls.shape[0]
+    wall_limbs = new_accumulator(3 * nw)
     skin = sim.ctl[CTL_SKIN]
     cutoff = 2.0 * sim.ctl[CTL_RMAX] + skin
     t = dict.fromkeys(["select", "geometry", "geometry_frame", "geometry_frame_accumulate", "pair_loop", "walls", "servo",
@@ -167,7 +169,8 @@ def profile(sim, steps):
             t0 = pc()
             ok = ok and wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab,
                                     sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk,
-                                    sim.wm, st.pts, st.nxt, st.meta, sim.acc, sim.out)
+                                    sim.wm, st.pts, st.nxt, st.meta, sim.acc, sim.out, sim.stress_limbs, wall_limbs,
+                                    ALL_STRESS_COMPONENTS)
             t["walls"] += pc() - t0
         if not ok:
             raise RuntimeError("diverged")

@@ -254,6 +254,23 @@ def packing_generation(name="packing_generation.json"):
     return recorded(d, name) + "\n" + text
 
 
+def memory(name="memory.json"):
+    d = load(name)
+    rows = [[f"{r['n']:,}", f"{r['peak_rss_bytes'] / 1e9:.2f} GB", f(r["run_bytes_per_sphere"]),
+             f(r["array_bytes_per_sphere"]), f(r["pairs_per_sphere"]), f(r["store_points_per_sphere"])]
+            for r in d["runs"]]
+    measured = d["measured_peak_bytes_at_1e6"]
+    at_goal = (f"measured peak at 10^6 spheres: **{measured / 1e9:.2f} GB**" if measured is not None
+               else f"projected peak at 10^6 spheres: **{d['projected_peak_bytes_at_1e6'] / 1e9:.2f} GB**")
+    text = (f"Spheres under the {d['law']} law, {d['runs'][0]['steps']} steps; peak resident memory of a fresh "
+            "process per size.\n\n"
+            + table(["spheres", "peak resident", "run bytes a sphere", "array bytes a sphere (capacity)",
+                     "listed rows a sphere", "history points a sphere"], rows)
+            + f"\nMarginal cost {f(d['bytes_per_sphere_slope'])} bytes a sphere; {at_goal} "
+            f"(goal: under {d['goal_bytes_at_1e6'] / 1e9:.0f} GB).\n")
+    return recorded(d, name) + "\n" + text
+
+
 def readme_summary():
     """The README's benchmark table: the headline figure of every page table."""
     ck, vl, ls = (load(n) for n in ("contact_kernel.json", "vs_lammps.json", "lsdem.json"))
@@ -316,6 +333,7 @@ TABLES = {
     "store_locality": store_locality,
     "deformable_strategies": deformable_strategies,
     "packing_generation": packing_generation,
+    "memory": memory,
     "readme_summary": readme_summary,
     "mixed_checks": mixed_checks,
 }

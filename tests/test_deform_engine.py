@@ -1,10 +1,13 @@
 """Deformable grains in `Simulation`: restart in a new process, conservation and the energy balance,
-periodic images, Coulomb sliding, several templates, deformed surfaces.
+periodic images, Coulomb sliding, several templates, deformed surfaces, the deforming periodic cell
+(shear, strain rates, stress servo).
 
 References: momentum conservation (equal and opposite node forces), the energy balance (stored +
-dissipated - work of the walls stays constant), Coulomb's law for a block sliding on a plane
-(deceleration mu g), the same pair in the middle of a periodic cell, the analytic stand-in mode at the
-surface vertices, the critical steps sqrt(m / k) and 1 / omega of the modal oscillator by hand.
+dissipated - work of the walls and of the cell stays constant; its error falls as dt), Coulomb's law for
+a block sliding on a plane (deceleration mu g), the same pair in the middle of a periodic cell (fixed,
+and sheared and compressed), the Love-Weber stress of a pair from the grains' own forces and the minimum
+image of their centres, the servo's target stress, the analytic stand-in mode at the surface vertices,
+the critical steps sqrt(m / k) and 1 / omega of the modal oscillator by hand.
 """
 
 import subprocess
@@ -155,6 +158,14 @@ def test_mixed_kinds_and_bad_contact_are_refused(sphere):
         sim.setup()
     with pytest.raises(ValueError, match="kt_ratio"):
         sim.set_deformable_contact(1e4, kt_ratio=0.0)
+    damped = Simulation(density=1.0, local_damping=0.5)
+    damped.set_box((-30, -30, -30), (30, 30, 30))
+    damped.add_deformable_grains(sphere, [[0.0, 0, 0]], modes=[])
+    damped.set_deformable_contact(1e4)
+    with pytest.raises(ValueError, match="local_damping"):
+        damped.setup()
+    with pytest.raises(ValueError, match="local_damping"):
+        damped.set_local_damping(0.3)
     with pytest.raises(ValueError, match="modal_mass"):
         Simulation().add_deformable_grains(sphere, [[0.0, 0, 0]], modal_mass=[[1.0, 0], [0, 1]],
                                            response=LinearResponse([[1.0]]))
@@ -169,9 +180,21 @@ RESTART_SCRIPT = textwrap.dedent("""
 """)
 
 
+def assert_restart_continues_bit_for_bit(folder, m):
+    """`folder`/a.h5 continued by m steps in a new process equals `folder`/straight.h5, array for array."""
+    from graindem.io.checkpoint import load_checkpoint
+
+    subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(folder / "a.h5"), str(folder / "restarted.h5"), str(m)],
+                   check=True)
+    straight, _ = load_checkpoint(folder / "straight.h5")
+    restarted, _ = load_checkpoint(folder / "restarted.h5")
+    assert set(straight) == set(restarted)
+    for name in straight:
+        np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+
+
 def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     from graindem.engine import checkpoint
-    from graindem.io.checkpoint import load_checkpoint
 
     def build():
         sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
@@ -193,13 +216,7 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     sim.run(m)
     checkpoint.save(sim, tmp_path / "straight.h5")
     assert int(sim.deformable.gctl[3]) > 0 and np.any(sim.deformable.partner >= 0)   # contacts with history
-    subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(tmp_path / "a.h5"), str(tmp_path / "restarted.h5"),
-                    str(m)], check=True)
-    straight, _ = load_checkpoint(tmp_path / "straight.h5")
-    restarted, _ = load_checkpoint(tmp_path / "restarted.h5")
-    assert set(straight) == set(restarted)
-    for name in straight:
-        np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
+    assert_restart_continues_bit_for_bit(tmp_path, m)
 
 
 def test_divergence_names_the_grains(sphere):
@@ -211,3 +228,125 @@ def test_divergence_names_the_grains(sphere):
     with pytest.raises(Diverged, match=r"deformable grain\(s\) \[0, 1\]") as info:
         sim.run(200)
     assert info.value.particles == [0, 1]
+
+
+# ---------------------------------------------------------------- the deforming periodic cell
+CELL = 100.0
+PAIR_OFFSET = np.array([4.0, 19.0, 2.0])
+
+
+def sheared_pair(tpl, centre):
+    """Two deformable spheres pressed together in a periodic cell that shears in xy and shrinks along z."""
+    sim = Simulation(density=1.0, mu=0.3, dt=0.01, allow_unstable_dt=True)
+    sim.set_box((0, 0, 0), (CELL,) * 3, periodic=(True, True, True))
+    c = np.asarray(centre, dtype=np.float64)
+    u = PAIR_OFFSET / np.linalg.norm(PAIR_OFFSET)
+    sim.add_deformable_grains(tpl, [c, c + PAIR_OFFSET], modal_mass=[[MODAL_MASS]],
+                              response=LinearResponse([[MODAL_K]]), eps=[0.01], velocities=[0.3 * u + [0.02, 0, 0], -0.3 * u],
+                              angular_velocities=[[0, 0, 0.01], [0.01, 0, 0]])
+    sim.set_deformable_contact(1e3, damping=5.0)
+    sim.control_shear("xy", 0.05)
+    sim.control_axis(2, strain_rate=-0.05)
+    return sim
+
+
+def test_pair_across_the_faces_of_a_sheared_compressed_cell_feels_the_middle_forces(sphere):
+    """The same pair in the middle and straddling the x, y (Lees-Edwards: the image shifts by the tilt)
+    and z faces; its Love-Weber stress is the force on one grain times the branch to the other's image."""
+    runs = []
+    for centre in ((40.0, 30.0, 50.0), (-1.0, 90.5, 98.0)):
+        sim = sheared_pair(sphere, centre)
+        sim.run(39)
+        h, vol = sim.cell_matrix, sim.volume   # the cell of the last force evaluation (the last step's start)
+        sim.deformable.reset_window()
+        sim.run(1)
+        runs.append((sim, h, vol, sim.deformable.window_means()["position"]))
+    (middle, h, vol, x), (across, _, _, x_across) = runs
+    ref, d = middle.deformable, across.deformable
+    assert int(ref.gctl[3]) > 4, "the pair must be in contact"
+    assert h[1, 0] > 1.5 and h[2, 2] < 0.99 * CELL, "the cell must have sheared and shrunk"
+    assert x_across[0, 1] > 0.9 * CELL and x_across[1, 1] < 0.1 * CELL, "the pair must straddle the y face"
+    scale = np.abs(ref.force).max()
+    np.testing.assert_allclose(d.force, ref.force, rtol=0, atol=1e-9 * scale)
+    np.testing.assert_allclose(d.torque, ref.torque, rtol=0, atol=1e-9 * scale * 10.0)
+    np.testing.assert_allclose(d.gen, ref.gen, rtol=0, atol=1e-9 * np.abs(ref.gen).max())
+    for sim, pos in ((middle, x), (across, x_across)):
+        # the branch from grain 0 to grain 1's nearest image through the cell's vectors (rows of h)
+        b = pos[1] - pos[0]
+        b = b - h.T @ np.round(np.linalg.solve(h.T, b))
+        expected = np.outer(sim.deformable.force[1], b) / vol
+        np.testing.assert_allclose(sim.stress(volume=vol), expected, rtol=0, atol=1e-9 * np.abs(expected).max())
+    assert np.trace(middle.stress()) > 0.0, "a repulsive contact is compressive (positive)"
+
+
+def cell_collision(tpl, dt, duration=6.0, every=0.05):
+    """Two deformable spheres at rest, brought into a frictional, damped collision by the cell's flow
+    (shrinking along x, shearing in xy); returns (the largest drift of the energy balance sampled every
+    `every`, the final energy terms)."""
+    sim = Simulation(density=1.0, mu=0.3, dt=dt, allow_unstable_dt=True)
+    sim.set_box((0, 0, 0), (CELL,) * 3, periodic=(True, True, True))
+    sim.add_deformable_grains(tpl, [(30, 40, 50), (50.6, 43, 50.5)], modal_mass=[[MODAL_MASS]],
+                              response=LinearResponse([[MODAL_K]]), modal_damping=[[1e4]])
+    sim.set_deformable_contact(1e3, damping=20.0)
+    sim.control_axis(0, strain_rate=-0.02)
+    sim.control_shear("xy", 0.02)
+    e0 = sim.deformable_energies()["balance"]
+    worst = 0.0
+    for _ in range(int(round(duration / every))):
+        sim.run(int(round(every / dt)))
+        worst = max(worst, abs(sim.deformable_energies()["balance"] - e0))
+    return worst, sim.deformable_energies()
+
+
+def test_energy_balance_with_the_cells_work_closes_and_converges_with_dt(sphere):
+    coarse, e = cell_collision(sphere, 0.01)
+    fine, e_fine = cell_collision(sphere, 0.005)
+    # the cell's work is the only energy source: it went into motion, modes, friction and damping
+    assert e["cell_work"] > 100.0 and e["kinetic"] > 0.5 * e["cell_work"]
+    assert e["dissipated_friction"] > 0.1 and e["dissipated_contact_damping"] > 1.0
+    assert e["dissipated_modal_damping"] > 1.0
+    assert coarse < 0.01 * e["cell_work"]
+    # first order (the modal leapfrog's half-step rates): halving dt halves the error
+    assert fine < 0.6 * coarse
+    assert e_fine["cell_work"] == pytest.approx(e["cell_work"], rel=1e-3)
+
+
+SERVO_TARGET = 2.0
+
+
+def test_servo_compresses_an_assembly_to_its_target_stress_and_restarts_bit_for_bit(tmp_path):
+    """27 deformable spheres (3 per side: a periodic axis must hold more than two neighbour cutoffs) on a
+    loose lattice, compressed by the stress servo on all three axes until the mean stress is the target
+    at rest; then driven to a new target along x, checkpointed, and continued in a new process."""
+    from graindem.engine import checkpoint
+
+    tpl = compaction_sphere(n_nodes=100)
+    spacing = 20.5
+    pos = (np.indices((3, 3, 3)).reshape(3, -1).T + 0.5) * spacing
+    pos += np.random.default_rng(4).uniform(-0.05, 0.05, pos.shape)
+    sim = Simulation(density=1.0, mu=0.3, skin=0.5)
+    sim.set_box((0, 0, 0), (3 * spacing,) * 3, periodic=(True, True, True))
+    sim.add_deformable_grains(tpl, pos, modal_mass=[[MODAL_MASS]], response=LinearResponse([[1e7]]),
+                              modal_damping=[[2e5]])
+    sim.set_deformable_contact(1e4, damping=600.0)
+    for axis in range(3):
+        sim.control_axis(axis, stress=SERVO_TARGET, gain=0.004, max_rate=0.005)
+    sim.run(1100)
+    sig = sim.stress()
+    assert np.trace(sig) / 3.0 == pytest.approx(SERVO_TARGET, rel=0.01)
+    np.testing.assert_allclose(np.diag(sig), SERVO_TARGET, rtol=0.02)
+    assert np.all(sim.box_lengths < 0.975 * 3 * spacing), "the servo must have compressed the cell"
+    e = sim.deformable_energies()
+    assert e["kinetic"] < 1e-3 * (e["contact"] + e["strain"]), "the assembly must be at rest"
+    assert e["strain"] > 0.0 and e["cell_work"] > 0.0
+
+    # a new target along x: the servo moves the cell again (and its integral term) across the restart
+    sim.control_axis(0, stress=1.5 * SERVO_TARGET, gain=0.004, max_rate=0.005, integral_steps=50)
+    n = m = 15
+    sim.run(n)
+    checkpoint.save(sim, tmp_path / "a.h5")
+    length = sim.box_lengths[0]
+    sim.run(m)
+    checkpoint.save(sim, tmp_path / "straight.h5")
+    assert sim.box_lengths[0] < length - 1e-4
+    assert_restart_continues_bit_for_bit(tmp_path, m)

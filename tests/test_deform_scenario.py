@@ -1,5 +1,5 @@
 """`graindem run` of deformable grains (scenarios.deformable_compaction): outputs, restart bit for bit,
-bad input refused before any work."""
+the periodic cell under the stress servo, bad input refused before any work."""
 
 import json
 
@@ -45,6 +45,8 @@ def test_run_and_restart_continue_bit_for_bit(tmp_path):
 
 
 @pytest.mark.parametrize("text, match", [("[grains]\nn_side = 1", "grains.n_side"),
+                                         ("[grains]\nn_side = 2\n[loading]\nboundary = 'servo'", "grains.n_side"),
+                                         ("[loading]\nboundary = 'cell'", "loading.boundary"),
                                          ("[grains]\nnodez = 100", "unknown key grains.nodez"),
                                          ("[contact]\npullback = 'cell'", "contact.pullback")])
 def test_bad_scenario_is_refused(tmp_path, capsys, text, match):
@@ -65,3 +67,35 @@ def test_example_file_validates_and_runs_a_few_steps(tmp_path):
     assert config["grains"]["n_side"] ** 3 >= 27
     summary = deformable_compaction.run_file(example, tmp_path, steps=3, quiet=True)
     assert summary["kinds"] == {"deformable": 27} and (tmp_path / "checkpoint.h5").exists()
+
+
+SERVO = """
+[simulation]
+scenario = "deformable_compaction"
+steps = 40
+output_interval = 20
+[grains]
+n_side = 3
+nodes = 100
+[loading]
+boundary = "servo"
+stress = 1.0
+servo_gain = 0.01
+max_strain_rate = 0.002
+"""
+
+
+def test_servo_boundary_compresses_a_periodic_cell(tmp_path):
+    """No walls: a periodic cell of the lattice's size whose axes the servo shrinks at its largest rate
+    while the loose lattice carries no stress yet: L = L0 (1 - rate dt)^steps."""
+    scenario = tmp_path / "servo.toml"
+    scenario.write_text(SERVO)
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["kinds"] == {"deformable": 27} and summary["wall_force"] is None
+    assert summary["stress"] == 0.0
+    side = 3 * 2 * (10.0 + 0.2)     # n_side diameters plus the default jitter's clearance
+    np.testing.assert_allclose(summary["box_lengths"], side * (1.0 - 0.002 * summary["dt"]) ** 40, rtol=1e-12)
+    assert summary["energies"]["cell_work"] == 0.0
+    rows = (tmp_path / "o" / "series.csv").read_text().splitlines()
+    assert rows[0].endswith(",stress") and len(rows) == 3

@@ -18,6 +18,7 @@ from graindem._jit import njit
 from graindem.contact import state as S
 from graindem.boundaries.servo import servo
 from graindem.boundaries.walls import wall_forces
+from graindem.core.exact_sum import new_accumulator
 from graindem.core.layout import CTL_SKIN, ICTL_N, ICTL_NPAIRS, ICTL_STEP, N_PRM, PAIR_INDEX
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
@@ -97,7 +98,8 @@ def _step(sim, pair_fn, scratch, check=None):
         check(sim, act)
     assert wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
                        sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
-                       st.meta, sim.acc, sim.out)
+                       st.meta, sim.acc, sim.out, sim.stress_limbs, new_accumulator(3 * sim.walls.shape[0]),
+                       ALL_STRESS_COMPONENTS)
     servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
     maxd2 = advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass, sim.inertia,
                               sim.cell, sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)

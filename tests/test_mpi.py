@@ -22,7 +22,8 @@ import pytest
 import graindem
 from graindem.contact import state as S
 from graindem.core.cell import CELL_GAMMA, CELL_INTEGRAL, CELL_L, CELL_TILT
-from graindem.core.layout import ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ICTL_NPAIRS, ICTL_NREBUILDS
+from graindem.core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ACC_WALL, ICTL_NPAIRS,
+                                  ICTL_NREBUILDS, ICTL_NWCAND)
 from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
 from graindem.parallel.bisection import Bisection
@@ -66,6 +67,27 @@ CASE = textwrap.dedent('''
         sim.control_axis(2, stress=5e6, gain=rate, max_rate=rate, integral_steps=200)
         return sim
 
+    def walled(n=300, seed=2):
+        """A box of five fixed walls and a lid moving down at 20 m/s, under a slanted gravity: the
+        spheres, placed in a periodic cube with the walls 1 mm outside it, start against the walls
+        and each other (radii grown after placement) and are squeezed; wall rows cross the
+        subdomain boundaries and travel with their spheres."""
+        rng = np.random.default_rng(seed)
+        r = rng.uniform(0.8, 1.2, n) * 1e-3
+        L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.35) ** (1.0 / 3.0)
+        pos = random_gas(n, r, np.full(3, L), rng)
+        sim = Simulation(law="jaeger", E=70e9, nu=0.25, mu=0.5, density=2500.0, local_damping=0.1,
+                         max_initial_overlap=0.5, dt_fraction=0.2, gravity=(2e4, 1e4, -5e4))
+        lo, hi = np.full(3, -1e-3), np.full(3, L + 1e-3)
+        sim.set_box(lo, hi)
+        for k in range(3):
+            sim.add_wall(lo, np.eye(3)[k])
+            if k < 2:
+                sim.add_wall(hi, -np.eye(3)[k])
+        sim.add_wall(hi, (0.0, 0.0, -1.0), velocity=(0.0, 0.0, -20.0))
+        sim.add_particles(pos, 1.12 * r, velocities=rng.normal(0.0, 0.05, (n, 3)))
+        return sim
+
     def shear(sim):
         """A periodic shear test: y held at 5 MPa by the stress servo, the cell sheared in the xy
         plane at 10^4/s, fast enough for its tilt to pass half a cell length and flip in 600 steps."""
@@ -81,6 +103,7 @@ build = namespace["build"]
 stretch = namespace["stretch"]
 biaxial = namespace["biaxial"]
 shear = namespace["shear"]
+walled = namespace["walled"]
 
 
 needs_mpi = pytest.mark.skipif(launcher(2) is None, reason="no MPI launcher (mpiexec) with mpi4py in this "
@@ -106,9 +129,14 @@ def _histories(sim):
     return [sim.store.points(h) for h in sim.pist[:m, S.I_HEAD]]
 
 
+def _wall_histories(sim):
+    m = int(sim.ictl[ICTL_NWCAND])
+    return [sim.store.points(h) for h in sim.wist[:m, S.I_HEAD]]
+
+
 def assert_same_run(sim, ref):
-    """The state of `sim` equals that of the serial `ref` bit for bit, the stress sum and the
-    cell's work included, except the local damping work (summed per rank, then over ranks in rank
+    """The state of `sim` equals that of the serial `ref` bit for bit, the stress sum, the walls'
+    forces and the boundary work included, except the local damping work (summed per rank, then over ranks in rank
     order) and the store's point numbering."""
     a, _ = sim.state_dict()
     b, _ = ref.state_dict()
@@ -119,6 +147,14 @@ def assert_same_run(sim, ref):
         assert np.array_equal(a[name][:m], b[name][:m]), name
     assert np.array_equal(a["pist"][:m, S.I_LEN], b["pist"][:m, S.I_LEN])
     assert _histories(sim) == _histories(ref)
+    # the wall rows (none in a periodic box), the walls and their forces
+    assert np.array_equal(a["walls"], b["walls"])
+    mw = int(ref.ictl[ICTL_NWCAND])
+    for name in ("wcand", "wfs", "wcq"):
+        assert np.array_equal(a[name][:mw], b[name][:mw]), name
+    assert np.array_equal(a["wist"][:mw, S.I_LEN], b["wist"][:mw, S.I_LEN])
+    assert _wall_histories(sim) == _wall_histories(ref)
+    assert np.array_equal(a["acc"][ACC_WALL:], b["acc"][ACC_WALL:])
     assert np.array_equal(a["acc"][ACC_STRESS:ACC_STRESS + 9], b["acc"][ACC_STRESS:ACC_STRESS + 9])
     assert a["acc"][ACC_BOUNDARY_WORK] == b["acc"][ACC_BOUNDARY_WORK]
     assert a["acc"][ACC_LOCAL_WORK] == pytest.approx(b["acc"][ACC_LOCAL_WORK], rel=1e-12)
@@ -191,6 +227,11 @@ def two_ranks(tmp_path_factory):
         checkpoint.save(servo, "servo600.h5")
         servo.run(600)
         checkpoint.save(servo, "servo1200.h5")
+        box = walled()
+        box.run(150)
+        checkpoint.save(box, "walled150.h5")
+        box.run(150)
+        checkpoint.save(box, "walled300.h5")
         sheared = shear(build())
         sheared.run(1)  # gathered before the first rebuild in the sheared cell (its list built untilted)
         sheared.run(299)
@@ -198,6 +239,20 @@ def two_ranks(tmp_path_factory):
         sheared.run(300)
         checkpoint.save(sheared, "shear600.h5")
     ''')
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def three_ranks(two_ranks, tmp_path_factory):
+    """The folder of runs written on 2 ranks and continued on 3 (one MPI launch)."""
+    tmp_path = tmp_path_factory.mktemp("three_ranks")
+    _mpirun(tmp_path, f'''
+        from graindem.engine import checkpoint
+        for name, steps in (("cell100", 100), ("walled150", 150)):
+            sim, _ = checkpoint.load({str(two_ranks)!r} + "/" + name + ".h5")
+            sim.run(steps)
+            checkpoint.save(sim, name + "_3ranks.h5")
+    ''', ranks=3)
     return tmp_path
 
 
@@ -230,13 +285,7 @@ def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_c
 
 @needs_mpi
 def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
-                                                                                                        tmp_path):
-    _mpirun(tmp_path, f'''
-        from graindem.engine import checkpoint
-        sim, _ = checkpoint.load({str(two_ranks / "cell100.h5")!r})
-        sim.run(100)
-        checkpoint.save(sim, "cell100_3ranks200.h5")
-    ''', ranks=3)
+                                                                                                        three_ranks):
     ref = stretch(build())
     ref.run(200)
     m = ref.measure()
@@ -246,7 +295,7 @@ def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_
     assert work != 0.0
     one, _ = checkpoint.load(two_ranks / "cell100.h5")
     one.run(100)  # written on 2 ranks, continued on 1
-    for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(tmp_path / "cell100_3ranks200.h5")[0]):
+    for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(three_ranks / "cell100_3ranks.h5")[0]):
         assert_same_run(sim, ref)
 
 
@@ -287,6 +336,27 @@ def test_a_sheared_cell_runs_the_serial_trajectory_across_a_tilt_flip_on_2_ranks
     assert np.array_equal(one.state_dict()[0]["pos"], half[0]["pos"])
     one.run(300)
     assert_same_run(one, ref)
+
+
+@needs_mpi
+def test_a_walled_box_with_a_moving_lid_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
+                                                                                                      three_ranks):
+    ref = walled()
+    ref.setup()
+    lid = ref.walls[5, 2]
+    ref.run(150)
+    half = ref.state_dict()
+    ref.run(150)
+    m = ref.measure()
+    assert m["n_rebuilds"] >= 3 and m["n_wall_contacts"] >= 20
+    assert ref.walls[5, 2] < lid and ref.acc[ACC_BOUNDARY_WORK] != 0.0  # the lid moved and worked
+    assert max(len(h) for h in _wall_histories(ref)) >= 2  # Jäger histories of wall contacts
+    one, _ = checkpoint.load(two_ranks / "walled150.h5")  # written on 2 ranks, continued on 1
+    assert np.array_equal(one.state_dict()[0]["wfs"], half[0]["wfs"])
+    one.run(150)
+    for sim in (checkpoint.load(two_ranks / "walled300.h5")[0], one,
+                checkpoint.load(three_ranks / "walled150_3ranks.h5")[0]):
+        assert_same_run(sim, ref)
 
 
 CLI_CONFIG = {
@@ -358,13 +428,18 @@ def test_bad_decompositions_are_refused_with_the_reason():
     sim.setup()
     with pytest.raises(ValueError, match="3 MPI ranks for 2 bodies"):
         Bisection(np.random.default_rng(0).random((2, 3)), np.arange(2), 3, np.ones(3))
-    walled = Simulation()
-    walled.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
-    walled.add_wall((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
-    walled.add_particles([[0.5, 0.5, 0.5], [0.2, 0.2, 0.2]], 0.01)
-    walled.setup()
-    with pytest.raises(ValueError, match="walls does not run decomposed"):
-        check_decomposable(walled, 2)
+
+    def one_wall(restitution):
+        sim = Simulation(restitution=restitution)
+        sim.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
+        sim.add_wall((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
+        sim.add_particles([[0.5, 0.5, 0.5], [0.2, 0.2, 0.2]], 0.01)
+        sim.setup()
+        return sim
+
+    with pytest.raises(ValueError, match=r"viscous damping \(restitution\) does not run decomposed"):
+        check_decomposable(one_wall(0.5), 2)
+    check_decomposable(one_wall(None), 2)  # walls run decomposed
     with pytest.raises(ValueError, match="41 MPI ranks for 40 spheres"):
         check_decomposable(sim, 41)
     sim.control_axis(0, stress=1e5)
@@ -460,6 +535,23 @@ DIVERGING = textwrap.dedent('''
         vel[4, 0], vel[5, 0] = 50.0, -50.0
         sim.add_particles(pos, [R] * 8, velocities=vel)
         return sim
+
+    def diverging_at_walls():
+        """Eight spheres at rest in a box of four walls, x = -+10 mm (walls 0, 1), y = -+10 mm
+        (walls 2, 3): sphere 1 (x < 0) overlaps wall 3 and sphere 5 (x > 0) wall 2 by 0.2 R, beyond
+        diverge_overlap; each rank finds one, and the serial wall pass stops at the first row in
+        its key order (sphere, then wall): sphere 1's."""
+        R = 1e-3
+        sim = Simulation(law="linear", E=70e9, nu=0.25, density=2500.0, max_initial_overlap=0.5,
+                         diverge_overlap=0.1)
+        sim.set_box((-0.01, -0.01, -0.01), (0.01, 0.01, 0.01))
+        for k in range(2):
+            sim.add_wall((-0.01, -0.01, 0.0), np.eye(3)[k])
+            sim.add_wall((0.01, 0.01, 0.0), -np.eye(3)[k])
+        pos = [[-0.008, 0.0, 0.0], [-0.005, 0.01 - 0.8 * R, 0.0], [-0.002, 0.0, 0.0], [-0.008, 0.005, 0.0],
+               [0.002, 0.0, 0.0], [0.005, -0.01 + 0.8 * R, 0.0], [0.008, 0.005, 0.0], [0.008, -0.005, 0.0]]
+        sim.add_particles(pos, [R] * 8)
+        return sim
 ''')
 exec(DIVERGING, namespace)
 
@@ -482,6 +574,10 @@ def test_a_divergence_found_by_one_rank_stops_every_rank_names_the_serial_contac
             sim.run(1000, on_diverge=save)
         except Diverged as exc:
             open(f"diverged{rank}.txt", "w").write(repr((str(exc), exc.particles, exc.contacts, calls)))
+        try:
+            diverging_at_walls().run(10)
+        except Diverged as exc:
+            open(f"wall_diverged{rank}.txt", "w").write(repr((str(exc), exc.particles, exc.contacts)))
     '''))
     ref = namespace["diverging"]()
     with pytest.raises(Diverged) as info:
@@ -496,3 +592,11 @@ def test_a_divergence_found_by_one_rank_stops_every_rank_names_the_serial_contac
     assert written.step_count == ref.step_count
     # the spheres of the rank that found the fault are where the serial run left them
     assert np.array_equal(written.pos[:4], ref.pos[:4])
+    # faults in the wall pass on both ranks: the serial run's first, named as it names it
+    with pytest.raises(Diverged) as info:
+        namespace["diverging_at_walls"]().run(10)
+    serial = info.value
+    assert "particle 1 and wall 3" in str(serial) and serial.contacts == [(1, -4)]
+    for rank in (0, 1):
+        assert (tmp_path / f"wall_diverged{rank}.txt").read_text() == repr((str(serial), serial.particles,
+                                                                           serial.contacts))

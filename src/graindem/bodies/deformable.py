@@ -25,16 +25,22 @@ Arrays (G grains, T templates, O obstacles):
 Step (leapfrog, all inside `run_deformable`):
   1. node kinematics: deformed node positions x = c + R (X + Σ ε Φ(X)) and velocities;
   2. neighbour list (bodies.levelset.build_grain_pairs over bounding spheres with skin): rebuilt when
-     some grain's drift plus the growth of its deformed radius since the last rebuild exceeds half
-     the skin, so the bounding radius covers the deformed shape between rebuilds;
-  3. forces at the start of the step: gravity, nodes against obstacles, grain pairs (the slave's
-     nodes in the master's pulled-back level set, contact.deformable_contact; both ways with weight
-     ½ or the lower index as slave), each contact adding to both bodies' force, torque (deformed
-     lever arms) and generalized force Φᵀ Rᵀ f;
-  4. window sums for records (obstacle forces and positions, ε, centres);
-  5. kick and drift: (M + ½ΔtC) ε̇⁺ = (M − ½ΔtC) ε̇⁻ + Δt (F_ε − F_int(ε)), ε += Δt ε̇⁺; v += Δt F/m,
-     x += Δt v; L += Δt τ and the exact free rotation (core.rotations.free_rotor) over Δt;
-  6. obstacles move by Δt × (this step's velocity factor) × o_vel.
+     some grain's drift relative to the cell's affine flow, plus the growth of its deformed radius,
+     plus half the cell's stretch and tilt since the last rebuild times the cutoff exceeds half the
+     skin (or a tilt must flip), so the bounding radius covers the deformed shape between rebuilds;
+  3. forces at the start of the step: gravity, nodes against obstacles, grain pairs through the
+     minimum image of the (possibly sheared) periodic cell (the slave's nodes in the master's
+     pulled-back level set, contact.deformable_contact; both ways with weight ½ or the lower index as
+     slave), each contact adding to both bodies' force, torque (deformed lever arms) and generalized
+     force Φᵀ Rᵀ f, and to the Love–Weber stress sum acc[ACC_STRESS];
+  4. the periodic cell's strain and shear rates for the step (boundaries.servo: prescribed, or the
+     stress servo on the stress just summed; it books the cell's work in acc[ACC_BOUNDARY_WORK]);
+  5. window sums for records (obstacle forces and positions, ε, centres);
+  6. kick and drift: (M + ½ΔtC) ε̇⁺ = (M − ½ΔtC) ε̇⁻ + Δt (F_ε − F_int(ε)), ε += Δt ε̇⁺; v += Δt F/m,
+     x += Δt v + L (x − lo) Δt (velocities are relative to the cell's affine flow L, as for the other
+     kinds); L += Δt τ and the exact free rotation (core.rotations.free_rotor) over Δt; the cell moves
+     (core.cell.advance_cell);
+  7. obstacles move by Δt × (this step's velocity factor) × o_vel.
 """
 
 import math
@@ -43,12 +49,15 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import deformable_contact as dc
-from ..contact.levelset_contact import coulomb_node_spring
-from ..core.cell import CELL_L, min_image
+from ..boundaries.servo import servo
+from ..contact.levelset_contact import add_stress, coulomb_node_spring
+from ..core.cell import (CELL_L, CELL_TILT, advance_cell, deformation_since_build, flow_displacement, flow_velocity,
+                         is_sheared)
+from ..core.layout import ACC_STRESS
 from ..core.rotations import free_rotor, quat_to_matrix, turn_by_world_spin
 from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
-                       affine_drift2, initial_motion, rebuild, rigid_kinetic_energy, update_rotations,
-                       write_surfaces_and_contacts)
+                       affine_drift2, initial_motion, neighbour_cutoff, pair_image, rebuild, rigid_kinetic_energy,
+                       update_rotations, write_surfaces_and_contacts)
 
 PLANE = 0
 CYLINDER = 1
@@ -195,8 +204,15 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                       t_areas, t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel,
                       omega, rot, mass, motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque,
                       gravity, cell, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear,
-                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy):
-    """Zero and assemble forces, torques and generalized forces; returns the number of contact nodes."""
+                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc):
+    """Zero and assemble forces, torques and generalized forces, and the Love-Weber stress sum
+    acc[ACC_STRESS:ACC_STRESS + 9] (the servo's input); returns the number of contact nodes.
+
+    Pairs meet through the minimum image of the (possibly sheared) cell; a node's velocity relative
+    to its partner's image loses the cell's flow between the two centres (velocities are relative
+    to that flow). Stress (compression positive): the force on the slave node times the branch from
+    the master's image to the slave's centre; an obstacle node adds the force on the obstacle times
+    the vector from the grain's centre to the node (contact.levelset_contact's convention)."""
     n_grains = pos.shape[0]
     energy[E_CONTACT] = 0.0
     energy[E_SPRING] = 0.0
@@ -206,6 +222,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
             torque[g, d] = 0.0
     gen[:] = 0.0
     o_force[:, :] = 0.0
+    for c in range(9):
+        acc[ACC_STRESS + c] = 0.0
     n_cp = 0
     # ---- nodes against obstacles
     for g in range(n_grains):
@@ -265,6 +283,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 o_force[o, 0] -= fx
                 o_force[o, 1] -= fy
                 o_force[o, 2] -= fz
+                add_stress(acc, -fx, -fy, -fz, xw[s, 0] - pos[g, 0], xw[s, 1] - pos[g, 1], xw[s, 2] - pos[g, 2])
                 energy[E_WALL_WORK] += (fx * wvx + fy * wvy + fz * wvz) * dt
                 _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemodes, gen)
                 n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
@@ -276,6 +295,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
     n_ways = 2 if dictl[DI_BOTH] != 0 else 1
     weight = 1.0 / n_ways
     Lx, Ly, Lz = cell[CELL_L], cell[CELL_L + 1], cell[CELL_L + 2]
+    txy, txz, tyz = cell[CELL_TILT], cell[CELL_TILT + 1], cell[CELL_TILT + 2]
+    sheared = is_sheared(cell)
     for q in range(n_pairs):
         for way in range(n_ways):
             sg = pairs[q, way]
@@ -283,8 +304,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
             ts = tmpl[sg]
             tm = tmpl[mg]
             # the master's centre as the slave sees it (minimum image)
-            ex, ey, ez = min_image(pos[mg, 0] - pos[sg, 0], pos[mg, 1] - pos[sg, 1], pos[mg, 2] - pos[sg, 2],
-                                   Lx, Ly, Lz, periodic[0], periodic[1], periodic[2])
+            ex, ey, ez = pair_image(pos, sg, mg, sheared, Lx, Ly, Lz, txy, txz, tyz, periodic)
+            flx, fly, flz = flow_velocity(cell, ex, ey, ez)
             mcx = pos[sg, 0] + ex
             mcy = pos[sg, 1] + ey
             mcz = pos[sg, 2] + ez
@@ -379,8 +400,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 vmz = vel[mg, 2] + omega[mg, 0] * dy - omega[mg, 1] * dx + (
                     rot[mg, 2, 0] * mvx + rot[mg, 2, 1] * mvy + rot[mg, 2, 2] * mvz)
                 fx, fy, fz, on = _node_contact(s, mg, step, dt, weight, t_areas[a0 + k], -phi, nx, ny, nz,
-                                               vw[s, 0] - vmx, vw[s, 1] - vmy, vw[s, 2] - vmz, dctl, shear,
-                                               partner, last_step, energy)
+                                               vw[s, 0] - vmx - flx, vw[s, 1] - vmy - fly, vw[s, 2] - vmz - flz,
+                                               dctl, shear, partner, last_step, energy)
                 if not on:
                     continue
                 _point_force(sg, fx, fy, fz, xw[s, 0] - pos[sg, 0], xw[s, 1] - pos[sg, 1], xw[s, 2] - pos[sg, 2],
@@ -392,6 +413,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 f2 = -(rot[mg, 0, 2] * fx + rot[mg, 1, 2] * fy + rot[mg, 2, 2] * fz)
                 for m in range(nmm):
                     gen[em + m] += mode_ref[m, 0] * f0 + mode_ref[m, 1] * f1 + mode_ref[m, 2] * f2
+                add_stress(acc, fx, fy, fz, -ex, -ey, -ez)
                 n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
     return n_cp
 
@@ -424,8 +446,9 @@ def internal_force(t, e0, eps, t_nmodes, t_mat_off, t_k, t_table_resp, t_tab_off
 @njit
 def advance(dt, tmpl, motion, dof, pos, vel, quat, angmom, omega, force, torque, mass, inertia, eps, epsdot, gen,
             eps_off, t_nmodes, t_mat_off, t_mlhs, t_mrhs, t_k, t_c, t_table_resp, t_tab_off, t_tab_eps, t_tab_force,
-            t_tab_slope, t_beta, energy):
-    """Kick and drift of every grain's modes, translation and rotation (module docstring, step 5)."""
+            t_tab_slope, t_beta, cell, energy):
+    """Kick and drift of every grain's modes, translation and rotation (module docstring, step 6); a
+    dynamic grain's centre drifts with its velocity plus the cell's affine flow."""
     Lb = np.empty(3)
     R = np.empty((3, 3))
     fint = np.zeros(max(1, t_nmodes.max()))
@@ -473,11 +496,17 @@ def advance(dt, tmpl, motion, dof, pos, vel, quat, angmom, omega, force, torque,
                 pos[g, d] += vel[g, d] * dt
             turn_by_world_spin(quat[g], omega[g, 0], omega[g, 1], omega[g, 2], dt)
             continue
+        ux, uy, uz = flow_displacement(cell, pos[g, 0], pos[g, 1], pos[g, 2], dt)
         for d in range(3):
             if dof[g, d]:
                 vel[g, d] += dt * force[g, d] / mass[g]
-            pos[g, d] += dt * vel[g, d]
             angmom[g, d] = angmom[g, d] + dt * torque[g, d] if dof[g, 3 + d] else 0.0
+        for d in range(3):
+            pos[g, d] += dt * vel[g, d]
+        # the flow's share apart, so that a fixed cell's drift rounds as the plain x += Δt v
+        pos[g, 0] += ux
+        pos[g, 1] += uy
+        pos[g, 2] += uz
         quat_to_matrix(quat[g], R)
         for a in range(3):
             Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]
@@ -490,9 +519,9 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
                    t_mat_off, t_mlhs, t_mrhs, t_k, t_c, t_table_resp, t_tab_off, t_tab_eps, t_tab_force, t_tab_slope,
                    t_beta, pos, vel, quat, rot, angmom, omega, mass, inertia, force, torque, eps, epsdot, gen,
                    eps_off, hist_off, shear, partner, last_step, xw, vw, node_r, radius, r_build, pairs, pos_build,
-                   gravity, cell, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, pb_value,
-                   pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc_ofor, acc_opos, acc_eps, acc_pos, acc_t,
-                   gctl):
+                   gravity, cell, ctl, ictl, acc, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl,
+                   dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc_ofor, acc_opos, acc_eps,
+                   acc_pos, acc_t, gctl):
     """Advance up to n_steps steps (obstacle velocity factor factors[it] in step it); returns the
     number done (fewer when `pairs` must grow: the caller grows it and calls again)."""
     n_grains = pos.shape[0]
@@ -505,7 +534,11 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
         drift2 = affine_drift2(pos, pos_build, cell)
         for g in range(n_grains):
             worst = max(worst, node_r[g] - r_build[g])
-        if math.sqrt(drift2) + max(worst, 0.0) > half_skin:
+        # the cell's stretch and tilt since the build move a neighbour's image by up to that
+        # deformation times the cutoff (the rule of the rigid kind, bodies.levelset.start_step)
+        stretch, flip = deformation_since_build(cell)
+        reach = math.sqrt(drift2) + max(worst, 0.0) + 0.5 * stretch * neighbour_cutoff(radius, dctl[DC_SKIN])
+        if flip or reach > half_skin:
             for g in range(n_grains):
                 radius[g] = node_r[g] + 2.0 * t_h[tmpl[g]]
             if not rebuild(pos, radius, cell, periodic, dctl[DC_SKIN], pairs, pos_build, gctl):
@@ -521,7 +554,9 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
             t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel, omega, rot, mass,
             motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque, gravity, cell, periodic,
             o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear, partner, last_step, pb_value,
-            pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy)
+            pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc)
+        # the cell's strain rates for this step: prescribed, or the servo's on the stress just summed
+        servo(cell, ctl, ictl, acc)
         # window sums of the state the forces were evaluated at (records are window means)
         for o in range(o_type.shape[0]):
             for d in range(3):
@@ -536,7 +571,8 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
         acc_t[1] += 1.0
         advance(dt, tmpl, motion, dof, pos, vel, quat, angmom, omega, force, torque, mass, inertia, eps, epsdot, gen,
                 eps_off, t_nmodes, t_mat_off, t_mlhs, t_mrhs, t_k, t_c, t_table_resp, t_tab_off, t_tab_eps,
-                t_tab_force, t_tab_slope, t_beta, energy)
+                t_tab_force, t_tab_slope, t_beta, cell, energy)
+        advance_cell(cell, dt)
         update_rotations(quat, rot, angmom, inertia, omega, motion)
         for o in range(o_type.shape[0]):
             for d in range(3):
@@ -690,7 +726,7 @@ class DeformableBodies:
     def n(self):
         return len(self.pos)
 
-    def run(self, steps, dt, factors, gravity, cell, periodic):
+    def run(self, steps, dt, factors, gravity, cell, ctl, ictl, acc, periodic):
         """Advance `steps` steps; factors[i]: the obstacles' velocity factor of step i."""
         mlhs, mrhs = self.modal_factors(dt)
         done = 0
@@ -703,8 +739,8 @@ class DeformableBodies:
                 self.t_tab_slope, self.t_beta, self.pos, self.vel, self.quat, self.rot, self.angmom, self.omega,
                 self.mass, self.inertia, self.force, self.torque, self.eps, self.epsdot, self.gen, self.eps_off,
                 self.hist_off, self.shear, self.partner, self.last_step, self.xw, self.vw, self.node_r, self.radius,
-                self.r_build, self.pairs, self.pos_build, gravity, cell, periodic, self.o_type, self.o_point,
-                self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
+                self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, self.o_type,
+                self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
                 self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.energy, self.acc_ofor,
                 self.acc_opos, self.acc_eps, self.acc_pos, self.acc_t, self.gctl)
             done += n
@@ -763,12 +799,13 @@ class DeformableBodies:
                 strain += 0.5 * e @ self._block("t_k", t) @ e
         return float(kin), float(strain)
 
-    def energies(self, gravity):
-        """Energy terms: kinetic (translation + rotation), modal kinetic and strain, contact (normal
-        penalty and tangential springs, at the last force evaluation), dissipated by contact damping,
-        by friction (tangential work not stored in the springs) and by modal damping, the work of the
-        moving obstacles, the gravity potential; `balance` = stored + dissipated - work, constant up
-        to the time-integration error."""
+    def energies(self, gravity, cell_work=0.0):
+        """Energy terms: kinetic (translation + rotation, velocities relative to the cell's flow),
+        modal kinetic and strain, contact (normal penalty and tangential springs, at the last force
+        evaluation), dissipated by contact damping, by friction (tangential work not stored in the
+        springs) and by modal damping, the work of the moving obstacles, the work `cell_work` of the
+        deforming periodic cell (Simulation.deformable_energies passes it), the gravity potential;
+        `balance` = stored + dissipated - work, constant up to the time-integration error."""
         mk, strain = self.modal_energies()
         dyn = self.motion == MOTION_DYNAMIC
         e = self.energy
@@ -777,10 +814,11 @@ class DeformableBodies:
                "dissipated_contact_damping": float(e[E_CONTACT_DAMPING]),
                "dissipated_friction": float(e[E_TANGENT_WORK] - e[E_SPRING]),
                "dissipated_modal_damping": float(e[E_MODAL_DAMPING]), "wall_work": float(e[E_WALL_WORK]),
+               "cell_work": float(cell_work),
                "gravity_potential": float(-np.sum(self.mass[dyn] * (self.pos[dyn] @ np.asarray(gravity))))}
         out["balance"] = (out["kinetic"] + mk + strain + out["contact"] + e[E_TANGENT_WORK]
                           + out["dissipated_contact_damping"] + out["dissipated_modal_damping"]
-                          + out["gravity_potential"] - out["wall_work"])
+                          + out["gravity_potential"] - out["wall_work"] - out["cell_work"])
         return out
 
     def contact_points(self):

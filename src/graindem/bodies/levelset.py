@@ -46,9 +46,9 @@ from .._jit import njit
 from ..boundaries.servo import servo
 from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
-from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
-                         advance_cell, deformation_since_build, grid_bin_of, is_sheared, min_image, min_image_tilted,
-                         shear_since_build, wrap_and_grid, wrap_and_grid_tilted)
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, CELL_TILT_BUILD, advance_cell,
+                         deformation_since_build, flow_displacement, grid_bin_of, is_sheared, min_image,
+                         min_image_tilted, shear_since_build, wrap_and_grid, wrap_and_grid_tilted)
 from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
 
@@ -462,13 +462,6 @@ def kick_and_drift(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia,
     Lb = np.empty(3)
     R = np.empty((3, 3))
     hdt = 0.5 * dt
-    lo0, lo1, lo2 = cell[CELL_LO], cell[CELL_LO + 1], cell[CELL_LO + 2]
-    e0 = cell[CELL_RATE] * dt
-    e1 = cell[CELL_RATE + 1] * dt
-    e2 = cell[CELL_RATE + 2] * dt
-    g01 = cell[CELL_SHEAR_RATE] * dt
-    g02 = cell[CELL_SHEAR_RATE + 1] * dt
-    g12 = cell[CELL_SHEAR_RATE + 2] * dt
     ok = True
     work = 0.0
     half_kick(hdt, alpha, vel, angmom, omega, rot, mass, inertia, motion, force, torque, energy)
@@ -476,12 +469,10 @@ def kick_and_drift(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia,
         if motion[g] == MOTION_DYNAMIC:
             # gravity's work over the drift (the affine flow is the cell's, not gravity's)
             work += mass[g] * (gravity[0] * vel[g, 0] + gravity[1] * vel[g, 1] + gravity[2] * vel[g, 2]) * dt
-            x = pos[g, 0] - lo0
-            y = pos[g, 1] - lo1
-            z = pos[g, 2] - lo2
-            pos[g, 0] += vel[g, 0] * dt + x * e0 + y * g01 + z * g02
-            pos[g, 1] += vel[g, 1] * dt + y * e1 + z * g12
-            pos[g, 2] += vel[g, 2] * dt + z * e2
+            ux, uy, uz = flow_displacement(cell, pos[g, 0], pos[g, 1], pos[g, 2], dt)
+            pos[g, 0] += vel[g, 0] * dt + ux
+            pos[g, 1] += vel[g, 1] * dt + uy
+            pos[g, 2] += vel[g, 2] * dt + uz
             quat_to_matrix(quat[g], R)
             for a in range(3):
                 Lb[a] = R[0, a] * angmom[g, 0] + R[1, a] * angmom[g, 1] + R[2, a] * angmom[g, 2]

@@ -2,7 +2,10 @@
 
 A wall is a plane through a point with an inward unit normal, moving with a prescribed velocity.
 Its contacts use the same laws, parameter records and history store as sphere pairs (the wall is a
-body of infinite radius and mass); the force on each wall is summed for force/stress control.
+body of infinite radius and mass). The force on each wall (which the wall's work reads) and the
+contacts' share of the stress sum are summed exactly (core.exact_sum), as the pair pass sums its
+stress: so they do not depend on the order of the rows, and an MPI run whose ranks hold the rows of
+their own spheres adds the ranks' accumulators and gets the serial sums bit for bit.
 """
 
 import math
@@ -13,6 +16,7 @@ from ..contact.frames import frame_init
 from ..contact.laws import JAEGER, MD_INCREMENTAL, MINDLIN, contact_step, separate
 from ..contact.rows import (load_prm, step_jaeger_outlined, step_linear, step_md_incremental, step_mindlin,
                             turn_frame)
+from ..core.exact_sum import exact_add, exact_value
 from ..core.layout import (ACC_STRESS, ACC_VISC_WORK, ACC_WALL, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW,
                            ICTL_NWALLS, ICTL_NWCAND, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
 from ..core.rotations import quat_rotate
@@ -20,29 +24,17 @@ from ..core.rotations import quat_rotate
 
 @njit(_nrt=False, inline="always")
 def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-               wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
+               wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want):
     """Body of wall_forces with the law's step inlined (one compiled pass per law)."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
     visc = ctl[CTL_VISC]
     nw = ictl[ICTL_NWALLS]
-    for w in range(nw):
-        acc[ACC_WALL + 3 * w] = 0.0
-        acc[ACC_WALL + 3 * w + 1] = 0.0
-        acc[ACC_WALL + 3 * w + 2] = 0.0
-    # the sums in locals (acc may alias the other arrays as far as the compiler knows, so sums
-    # kept in acc[] are loaded and stored for every contact), continuing from the pair sums in
-    # the same order as before
-    s00 = acc[ACC_STRESS + 0]
-    s01 = acc[ACC_STRESS + 1]
-    s02 = acc[ACC_STRESS + 2]
-    s10 = acc[ACC_STRESS + 3]
-    s11 = acc[ACC_STRESS + 4]
-    s12 = acc[ACC_STRESS + 5]
-    s20 = acc[ACC_STRESS + 6]
-    s21 = acc[ACC_STRESS + 7]
-    s22 = acc[ACC_STRESS + 8]
+    for r in range(3 * nw):
+        for k in range(wall_limbs.shape[1]):
+            wall_limbs[r, k] = 0
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7], want[8]
     visc_work = acc[ACC_VISC_WORK]
     # i = key // nw by a float product (an int64 division per candidate sits on the path to every
     # load of the row, at tens of cycles): (c + 1/2) / nw lies at least 1/(2 nw) from an integer,
@@ -109,27 +101,36 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         torque[i, 0] -= h * (ny * fz - nz * fy)
         torque[i, 1] -= h * (nz * fx - nx * fz)
         torque[i, 2] -= h * (nx * fy - ny * fx)
-        acc[ACC_WALL + 3 * w] += fx
-        acc[ACC_WALL + 3 * w + 1] += fy
-        acc[ACC_WALL + 3 * w + 2] += fz
-        s00 += fx * h * nx
-        s01 += fx * h * ny
-        s02 += fx * h * nz
-        s10 += fy * h * nx
-        s11 += fy * h * ny
-        s12 += fy * h * nz
-        s20 += fz * h * nx
-        s21 += fz * h * ny
-        s22 += fz * h * nz
-    acc[ACC_STRESS + 0] = s00
-    acc[ACC_STRESS + 1] = s01
-    acc[ACC_STRESS + 2] = s02
-    acc[ACC_STRESS + 3] = s10
-    acc[ACC_STRESS + 4] = s11
-    acc[ACC_STRESS + 5] = s12
-    acc[ACC_STRESS + 6] = s20
-    acc[ACC_STRESS + 7] = s21
-    acc[ACC_STRESS + 8] = s22
+        exact_add(wall_limbs, 3 * w, fx)
+        exact_add(wall_limbs, 3 * w + 1, fy)
+        exact_add(wall_limbs, 3 * w + 2, fz)
+        # the contact's share of the stress sum, f (x) l with l = h n (pair_pass.stress_sum's terms)
+        lx = h * nx
+        ly = h * ny
+        lz = h * nz
+        if w0:
+            exact_add(limbs, 0, fx * lx)
+        if w1:
+            exact_add(limbs, 1, fx * ly)
+        if w2:
+            exact_add(limbs, 2, fx * lz)
+        if w3:
+            exact_add(limbs, 3, fy * lx)
+        if w4:
+            exact_add(limbs, 4, fy * ly)
+        if w5:
+            exact_add(limbs, 5, fy * lz)
+        if w6:
+            exact_add(limbs, 6, fz * lx)
+        if w7:
+            exact_add(limbs, 7, fz * ly)
+        if w8:
+            exact_add(limbs, 8, fz * lz)
+    for r in range(3 * nw):
+        acc[ACC_WALL + r] = exact_value(wall_limbs, r)
+    for k in range(9):
+        if want[k]:
+            acc[ACC_STRESS + k] = exact_value(limbs, k)
     acc[ACC_VISC_WORK] = visc_work
     return True
 
@@ -138,35 +139,35 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
 # _pair_kinematics_sheared).
 @njit(_nrt=False)
 def _wall_pass_linear(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
+                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want):
     return _wall_pass(step_linear, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)
 
 
 @njit(_nrt=False)
 def _wall_pass_mindlin(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
+                       wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want):
     return _wall_pass(step_mindlin, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)
 
 
 @njit(_nrt=False)
 def _wall_pass_md_incremental(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                              wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
+                              wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want):
     return _wall_pass(step_md_incremental, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)
 
 
 @njit(_nrt=False)
 def _wall_pass_jaeger(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
+                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want):
     return _wall_pass(step_jaeger_outlined, pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                      wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)
 
 
 @njit(_nrt=False)
 def wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out):
+                wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want):
     """Contacts of every particle with every rigid plane wall; returns False on divergence.
 
     walls rows: point (3), inward unit normal m (3), velocity (3), ... The contact normal points from
@@ -179,16 +180,23 @@ def wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, wa
     the pair passes' data out of L2 (wall pass 81-87 against 61-62 us per step, whole step 666-720
     against 623-637 us, mindlin). Schema-1 checkpoints without meta["wall_rows"] == "candidates" hold
     that dense layout; Simulation.from_state converts them.
+
+    Sums: each wall's force (acc[ACC_WALL + 3 w:+3], the particles' force on it) exactly in
+    wall_limbs (3 n_walls rows of core.exact_sum limbs, zeroed here, left holding the sums); the
+    contacts' share of the stress sum added exactly into limbs (the pair pass's accumulator,
+    pair_pass.stress_sum) for the components marked in want (9,), whose values in acc are then
+    rounded afresh; the others keep theirs, as the pair pass leaves them.
     """
     law = ictl[ICTL_LAW]
     if law == MINDLIN:
         return _wall_pass_mindlin(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                                  wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                                  wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)
     if law == JAEGER:
         return _wall_pass_jaeger(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                                 wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                                 wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)
     if law == MD_INCREMENTAL:
         return _wall_pass_md_incremental(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls,
-                                         wcand, wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                                         wcand, wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs,
+                                         want)
     return _wall_pass_linear(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                             wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                             wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, limbs, wall_limbs, want)

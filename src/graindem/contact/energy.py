@@ -81,11 +81,27 @@ from .store import PT_DELTA, PT_N, PT_PX, PT_PY
 
 
 @njit(_nrt=False)
-def normal_energy(prm, delta):
-    """Hertz elastic energy 2/5 N delta (the normal work since first touch)."""
+def hertz_energy(c_n, delta):
+    """Hertz elastic energy 2/5 N delta = 2/5 c_n delta^(5/2) (the normal work since first touch);
+    0 apart."""
     if delta <= 0.0:
         return 0.0
-    return 0.4 * prm[S.P_CN] * delta * delta * math.sqrt(delta)
+    return 0.4 * c_n * delta * delta * math.sqrt(delta)
+
+
+@njit(_nrt=False)
+def normal_energy(prm, delta):
+    """hertz_energy of a contact row's parameter record."""
+    return hertz_energy(prm[S.P_CN], delta)
+
+
+@njit
+def hertz_energy_sum(c_n, delta):
+    """The sum of hertz_energy over arrays of rows, in row order."""
+    total = 0.0
+    for k in range(delta.shape[0]):
+        total += hertz_energy(c_n[k], delta[k])
+    return total
 
 
 @njit(_nrt=False)

@@ -55,7 +55,7 @@ dampers and springs released when a node left its contact.
 import math
 
 from .._jit import njit
-from ..core.cell import CELL_RATE, CELL_SHEAR_RATE
+from ..core.cell import flow_velocity
 from ..core.grid import trilinear
 from ..core.layout import ACC_STRESS, ACC_WALL
 
@@ -336,12 +336,6 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
     for s in range(n_sc):
         K += sc_k[s]
     c_pair = 2.0 * zeta * math.sqrt(m_eff * K)
-    r00 = cell[CELL_RATE]
-    r11 = cell[CELL_RATE + 1]
-    r22 = cell[CELL_RATE + 2]
-    r01 = cell[CELL_SHEAR_RATE]
-    r02 = cell[CELL_SHEAR_RATE + 1]
-    r12 = cell[CELL_SHEAR_RATE + 2]
     for s in range(n_sc):
         o = sc_owner[s]
         p = sc_other[s]
@@ -375,10 +369,11 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             v0 -= vel_p[b, 0] + omega_p[b, 1] * q2 - omega_p[b, 2] * q1
             v1 -= vel_p[b, 1] + omega_p[b, 2] * q0 - omega_p[b, 0] * q2
             v2 -= vel_p[b, 2] + omega_p[b, 0] * q1 - omega_p[b, 1] * q0
-            # the cell's flow between the two centres (zero in a fixed cell)
-            v0 -= r00 * e0 + r01 * e1 + r02 * e2
-            v1 -= r11 * e1 + r12 * e2
-            v2 -= r22 * e2
+            # the cell's flow between the two centres
+            u0, u1, u2 = flow_velocity(cell, e0, e1, e2)
+            v0 -= u0
+            v1 -= u1
+            v2 -= u2
         else:
             v0 -= walls[w, 6]
             v1 -= walls[w, 7]

@@ -148,6 +148,25 @@ def shear_since_build(cell):
 
 
 @njit(_nrt=False, inline="always")
+def flow_displacement(cell, x, y, z, dt):
+    """The displacement of the point (x, y, z) by one step of the cell's affine flow, L (x - lo) dt
+    (L: the strain rates on the diagonal, the shear rates above it)."""
+    x -= cell[CELL_LO]
+    y -= cell[CELL_LO + 1]
+    z -= cell[CELL_LO + 2]
+    return (x * (cell[CELL_RATE] * dt) + y * (cell[CELL_SHEAR_RATE] * dt) + z * (cell[CELL_SHEAR_RATE + 1] * dt),
+            y * (cell[CELL_RATE + 1] * dt) + z * (cell[CELL_SHEAR_RATE + 2] * dt), z * (cell[CELL_RATE + 2] * dt))
+
+
+@njit(_nrt=False, inline="always")
+def flow_velocity(cell, ex, ey, ez):
+    """L e: the affine flow's velocity difference between two points e apart (a body's image and
+    another body's centre); zero in a fixed cell."""
+    return (cell[CELL_RATE] * ex + cell[CELL_SHEAR_RATE] * ey + cell[CELL_SHEAR_RATE + 1] * ez,
+            cell[CELL_RATE + 1] * ey + cell[CELL_SHEAR_RATE + 2] * ez, cell[CELL_RATE + 2] * ez)
+
+
+@njit(_nrt=False, inline="always")
 def deformation_since_build(cell):
     """(bound, flip): a bound on |F - I| of the cell's affine map F since the last neighbour rebuild
     (max |F_kk - 1| plus the Frobenius norm of F's off-diagonal part), and whether a tilt passed

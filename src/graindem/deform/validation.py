@@ -127,21 +127,27 @@ def deformable_simulation(template, positions, modal_mass, response, planes=(), 
                           modal_damping=None, tangent_damping=0.0, contact_stiffness=1e5, contact_damping=0.0,
                           contact="both", pullback="point", inverse_iterations=0, inverse_method="fixed_point",
                           pullback_cache=False, dofs=None, eps=None, eps_rate=None, velocities=None, travel=None,
-                          contact_area=None, modes=None, motion="dynamic", mu=0.0, gravity=(0.0, 0.0, 0.0)):
+                          contact_area=None, modes=None, motion="dynamic", mu=0.0, gravity=(0.0, 0.0, 0.0),
+                          periodic_cell=None):
     """A set-up `Simulation` of deformable grains of one template (density 1) and rigid obstacles.
 
     ``planes``: (point, inward normal, velocity) each; ``cylinders``: (point, axis, radius, velocity);
     obstacle rows are the planes, then the cylinders. ``travel``: obstacle displacement = velocity x
     travel(t) (None: constant velocity). ``dt`` None: ``beta`` x the critical step; a given ``dt`` is
     taken as it is. The other arguments as `Simulation.add_deformable_grains` and
-    `Simulation.set_deformable_contact` name them; the box holds everything with a margin."""
+    `Simulation.set_deformable_contact` name them; the box holds everything with a margin, or is the
+    fully periodic cell ``periodic_cell`` = (lo, hi)."""
     from graindem.engine import Simulation
 
     positions = np.atleast_2d(np.asarray(positions, dtype=np.float64))
     points = [positions] + [np.asarray(p[0], dtype=np.float64).reshape(1, 3) for p in list(planes) + list(cylinders)]
     reach = float(np.linalg.norm(template.nodes, axis=1).max()) + 10.0 * template.phi0.spacing
     sim = Simulation(dt=dt, dt_fraction=beta, allow_unstable_dt=dt is not None, density=1.0, mu=mu, gravity=gravity)
-    sim.set_box(np.min(np.concatenate(points), axis=0) - 2.0 * reach, np.max(np.concatenate(points), axis=0) + 2.0 * reach)
+    if periodic_cell is not None:
+        sim.set_box(*periodic_cell, periodic=(True, True, True))
+    else:
+        sim.set_box(np.min(np.concatenate(points), axis=0) - 2.0 * reach,
+                    np.max(np.concatenate(points), axis=0) + 2.0 * reach)
     for point, normal, velocity in planes:
         sim.add_wall(point, normal, velocity)
     for point, axis, radius, velocity in cylinders:

@@ -144,12 +144,15 @@ def compile_setup_and_walls(sim=None):
     ran."""
     from ..boundaries.walls import wall_forces
     from ..engine.history import compact_on_schedule
+    from ..core.exact_sum import new_accumulator
     from ..engine.integration import advance_particles
+    from ..engine.pair_pass import ALL_STRESS_COMPONENTS
     sim = small_packing() if sim is None else sim
     st = sim.store
     ok = bool(wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, _prm(), sim.mtab,
                           sim.ctl, sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm,
-                          st.pts, st.nxt, st.meta, sim.acc, sim.out))
+                          st.pts, st.nxt, st.meta, sim.acc, sim.out, sim.stress_limbs,
+                          new_accumulator(3 * sim.walls.shape[0]), ALL_STRESS_COMPONENTS))
     advance_particles(sim.pos, sim.vel, sim.omega, sim.quat, sim.force, sim.torque, sim.mass, sim.inertia, sim.cell,
                       sim.ctl, sim.ictl, sim.pos_build, sim.acc, sim.out)
     compact_on_schedule(sim.ictl, sim.pist, sim.wist, st.pts, st.nxt, st.meta)

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
 from ..bodies.levelset import GC_STEP
-from ..core.layout import CTL_DT, CTL_G, CTL_SKIN, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL, N_ICTL
+from ..core.layout import (ACC_WALL, CTL_DT, CTL_G, CTL_SKIN, ICTL_NWALLS, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL,
+                           N_ICTL)
 from ..contact import state as S
 from ..core.checks import per_body_rows, positive_finite, vec3
 
@@ -218,6 +219,9 @@ class DeformableGrains:
             raise ValueError("deformable grains need their contact: call set_deformable_contact first")
         if not self._box_set:
             raise ValueError("no domain: call set_box first")
+        if self.local_damping != 0.0:
+            raise ValueError(f"local_damping = {self.local_damping} is not applied to deformable grains: give 0 and "
+                             "damp them by the contact damping (set_deformable_contact) and the modal damping")
         mats = sorted({b["material"] for b in self._deform_batches})
         mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
         if len(mus) > 1:
@@ -233,12 +237,16 @@ class DeformableGrains:
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         d.dctl[DC_SKIN] = self.skin
         self._new_cell(2.0 * rmax + self.skin)
+        self._check_shear_heights()
         self.ctl = np.zeros(N_CTL)
         self.ctl[CTL_G:CTL_G + 3] = self.gravity
         self.ctl[CTL_SKIN] = self.skin
         self.ictl = np.zeros(N_ICTL, dtype=np.int64)
         self.ictl[ICTL_PERIODIC:ICTL_PERIODIC + 3] = self.periodic
-        # the accumulators of the shared state layout (this kind books no stress or wall work in them)
+        self.ictl[ICTL_NWALLS] = self.walls.shape[0]
+        self._push_control()   # control_axis / control_shear: the cell's strain rates or stress servo
+        # the accumulators of the shared state layout: the stress sum the servo reads, the cell's work,
+        # the walls' forces (the obstacles' own work is the kind's energy record E_WALL_WORK)
         self.acc = np.zeros(N_ACC0 + 3 * self.walls.shape[0])
         self.n = 0
         self.dt_crit = self._deformable_critical_time_step()
@@ -313,16 +321,26 @@ class DeformableGrains:
                 chunk = min(chunk, every - (self.step_count - phase) % every)
             stops.start_chunk()
             d.o_vel[:n_walls] = self.walls[:, 6:9]   # set_wall_velocity acts from the next step on
-            d.run(chunk, self.dt, self._travel_factors(chunk), self.gravity, self.cell, self.periodic)
+            d.run(chunk, self.dt, self._travel_factors(chunk), self.gravity, self.cell, self.ctl, self.ictl, self.acc,
+                  self.periodic)
             self.walls[:, 0:3] = d.o_point[:n_walls]
+            self.acc[ACC_WALL:ACC_WALL + 3 * n_walls] = d.o_force[:n_walls].ravel()
             done += chunk
             self.ictl[ICTL_STEP] = d.gctl[GC_STEP]
             self._check_deformable(on_diverge)
+            self._check_cell_heights()
             if callback is not None and every is not None and (self.step_count - phase) % every == 0:
                 callback(self)
             stops.after_chunk(chunk, self.step_count)
         self.timing["run_s"] += time.perf_counter() - t0
         self.timing["steps"] += steps
+
+    def deformable_energies(self):
+        """The deformable grains' energy terms (DeformableBodies.energies) with the periodic cell's work
+        on them (`cell_work`, booked by the servo: -V σ:L dt summed, the last step's closing half
+        included) in the balance."""
+        self.setup()
+        return self.deformable.energies(self.gravity, self._grain_boundary_work())
 
     def _deformable_state_dict(self):
         d, meta = self._kind_state("deformable")

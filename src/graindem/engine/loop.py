@@ -43,7 +43,7 @@ NO_MORE_STRESS = np.zeros(0)
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
               qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out,
-              rtab, prs, wrs, rrel, more_stress, limbs=None, part=WHOLE_STEPS):
+              rtab, prs, wrs, rrel, more_stress, limbs=None, part=WHOLE_STEPS, wall_limbs=None):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
@@ -65,6 +65,10 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     (return after the pair pass, out[OUT_STATUS] STATUS_STRESS_READY, out[OUT_STEPS] 0) and then
     AFTER_STRESS (the first step starts after its pair pass, from the forces and the stress sum
     left in force, torque and acc).
+
+    wall_limbs: the exact accumulator of the walls' forces (boundaries.walls.wall_forces; 3 n_walls
+    rows, made here when not given), holding the last wall pass's sums on return: an MPI rank adds
+    the ranks' accumulators between UNTIL_STRESS and AFTER_STRESS, before the walls' work reads them.
     """
     out[OUT_STATUS] = STATUS_DONE
     out[OUT_STEPS] = 0
@@ -83,6 +87,10 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         stress_limbs = np.zeros((9, N_LIMBS), dtype=np.int64)
     else:
         stress_limbs = limbs
+    if wall_limbs is None:
+        wall_sums = np.zeros((3 * nw, N_LIMBS), dtype=np.int64)
+    else:
+        wall_sums = wall_limbs
     want = np.ones(9, dtype=np.uint8)
     for step in range(nsteps):
         if step > 0 or part != AFTER_STRESS:
@@ -101,7 +109,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
                              pcq, pk, pm, pts, nxt, meta, acc, out, sc, act, live, stress_limbs, want)
             if ok and nw > 0:
                 ok = wall_forces(pos, vel, omega, force, torque, radius, prm, mtab, ctl, ictl, walls, wcand,
-                                 wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out)
+                                 wfs, wist, wcq, wk, wm, pts, nxt, meta, acc, out, stress_limbs, wall_sums, want)
             if not ok:
                 out[OUT_STATUS] = STATUS_DIVERGED
                 return
@@ -120,17 +128,12 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         if maxd2 < 0.0:
             out[OUT_STATUS] = STATUS_DIVERGED
             return
-        wmove = 0.0
         for w in range(nw):
             for d in range(3):
                 # the wall pushes the particles with -F (F: the particles' force on it)
                 acc[ACC_BOUNDARY_WORK] -= acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * ctl[CTL_DT]
                 walls[w, d] += walls[w, 6 + d] * ctl[CTL_DT]
-            # how far the wall moved along its normal since the rebuild
-            m = abs((walls[w, 0] - walls[w, 9]) * walls[w, 3] + (walls[w, 1] - walls[w, 10]) * walls[w, 4]
-                    + (walls[w, 2] - walls[w, 11]) * walls[w, 5])
-            if m > wmove:
-                wmove = m
+        wmove = wall_travel(walls, nw)
         ictl[ICTL_STEP] += 1
         out[OUT_STEPS] = step + 1
         if rebuild_due(cell, ctl, maxd2, wmove):
@@ -141,6 +144,18 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
                 return
             refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
         compact_on_schedule(ictl, pist, wist, pts, nxt, meta)
+
+
+@njit(_nrt=False, inline="always")
+def wall_travel(walls, nw):
+    """How far the walls moved along their normals since the rebuild (the largest of the nw)."""
+    wmove = 0.0
+    for w in range(nw):
+        m = abs((walls[w, 0] - walls[w, 9]) * walls[w, 3] + (walls[w, 1] - walls[w, 10]) * walls[w, 4]
+                + (walls[w, 2] - walls[w, 11]) * walls[w, 5])
+        if m > wmove:
+            wmove = m
+    return wmove
 
 
 @njit(_nrt=False, inline="always")

@@ -24,6 +24,7 @@ from ..contact import state as S
 from ..contact.laws import law_id
 from ..contact import rolling as RL
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_SLIDING, node_contact_energies
+from ..core.exact_sum import new_accumulator
 from .loop import WHOLE_STEPS
 from .mixed_hertz_loop import MIXED_HERTZ_KERNELS, MODE_FORCES, MODE_RUN
 from .mixed_loop import (PHASE_START, STATUS_DONE, STATUS_GRAIN_DIVERGED, STATUS_GRAIN_PAIRS_FULL,
@@ -123,7 +124,7 @@ class MixedBodies:
                 self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq, self.wk, self.wm, self.pos_build,
                 st.pts, st.nxt, st.meta, self.acc, self.out, self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM),
                 self.prs, self.wrs, self.rrel, self.mixed.grain_acc[ACC_STRESS:ACC_STRESS + 9], self.stress_limbs,
-                WHOLE_STEPS)
+                WHOLE_STEPS, new_accumulator(3 * self.walls.shape[0]))
 
     def _mixed_advance(self, n, on_diverge):
         """Advance n steps of both kinds, growing arrays and resuming interrupted steps."""

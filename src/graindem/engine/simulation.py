@@ -25,6 +25,7 @@ from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
 from ..contact.laws import law_id
+from ..contact.energy import hertz_energy_sum
 from ..bodies.levelset import (GC_BAD_I, GC_BAD_J, GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC, MOTIONS,
                                LevelSetBodies, node_contact_time_step)
 from ..contact.levelset_contact import (E_GRAVITY, E_LOCAL, E_SLIDING, LAWS as LEVELSET_LAWS,
@@ -671,7 +672,7 @@ class Simulation(DeformableGrains, MixedBodies):
         faces) fall to twice the neighbour cutoff no longer has a unique minimum image: stop."""
         h = self.cell_matrix
         vol = abs(np.linalg.det(h))
-        cutoff = 2.0 * float(self.grains.radius.max()) + self.skin
+        cutoff = 2.0 * self._largest_bounding_radius() + self.skin
         for k in range(3):
             height = vol / np.linalg.norm(np.cross(h[(k + 1) % 3], h[(k + 2) % 3]))
             if self.periodic[k] and height <= 2.0 * cutoff:
@@ -780,6 +781,16 @@ class Simulation(DeformableGrains, MixedBodies):
             self._check_shear_heights()
             self._push_control()
 
+    def _largest_bounding_radius(self):
+        """The largest bounding radius of the run's bodies (the neighbour cutoff's 2 r_max + skin)."""
+        if self.grains is not None:
+            return float(self.grains.radius.max())
+        if self.deformable is not None:
+            d = self.deformable
+            # a deformed grain's radius at the last rebuild, or its template's before the first
+            return float(max(d.radius.max(), (d.t_radius + 2.0 * d.t_h)[d.tmpl].max()))
+        return float(self.radius.max())
+
     def _check_shear_heights(self):
         """A sheared cell's heights (distances between opposite faces) shrink with the tilt; with
         every tilt at its flip limit of half a cell length they must still exceed twice the neighbour
@@ -787,8 +798,7 @@ class Simulation(DeformableGrains, MixedBodies):
         if not np.any(self.shear != 0.0):
             return
         L = self.cell[CELL_L:CELL_L + 3] if self.ready else self.box_hi - self.box_lo
-        rmax = float(self.grains.radius.max()) if self.grains is not None else float(self.radius.max())
-        cutoff = 2.0 * rmax + self.skin
+        cutoff = 2.0 * self._largest_bounding_radius() + self.skin
         worst = np.inf * np.ones(3)
         lim = [0.5 * L[0] if self.shear[0] != 0 or self.shear[1] != 0 else 0.0,
                0.5 * L[0] if self.shear[1] != 0 or self.shear[0] != 0 else 0.0,
@@ -876,6 +886,9 @@ class Simulation(DeformableGrains, MixedBodies):
         value = float(value)
         if not (0.0 <= value < 1.0):
             raise ValueError(f"local_damping must lie in [0, 1), got {value!r}")
+        if value != 0.0 and (self.deformable is not None or self._deform_batches):
+            raise ValueError("local_damping is not applied to deformable grains: damp them by the contact damping "
+                             "(set_deformable_contact) and the modal damping (add_deformable_grains)")
         self.local_damping = value
         if self.ready:
             self.ctl[CTL_LOCAL_DAMP] = value
@@ -1073,17 +1086,18 @@ class Simulation(DeformableGrains, MixedBodies):
         computes one, so measure()'s contact energy counts them only from then on, and an energy
         balance started before the first step adds this to its start."""
         m = int(self.ictl[ICTL_NPAIRS])
-        delta = np.maximum(self._pair_geometry()[4], 0.0)
-        energy = 0.4 * float(np.sum(self.pk[:m, PK_CN] * delta * delta * np.sqrt(delta)))
+        energy = hertz_energy_sum(np.ascontiguousarray(self.pk[:m, PK_CN]), self._pair_geometry()[4])
         nw = self.walls.shape[0]
         if nw:
             rows = np.arange(int(self.ictl[ICTL_NWCAND]))
-            i = self.wcand[rows] // nw
-            w = self.wcand[rows] % nw
-            h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
-            delta = np.maximum(self.radius[i] - h, 0.0)
-            energy += 0.4 * float(np.sum(self.wk[rows, PK_CN] * delta * delta * np.sqrt(delta)))
+            delta = self._wall_overlaps(self.wcand[rows] // nw, self.wcand[rows] % nw)
+            energy += hertz_energy_sum(np.ascontiguousarray(self.wk[rows, PK_CN]), delta)
         return energy
+
+    def _wall_overlaps(self, i, w):
+        """Overlaps (radius minus distance to the plane) of spheres i with walls w (arrays)."""
+        h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
+        return self.radius[i] - h
 
     def _check_initial_overlaps(self):
         i, j, d, dist, delta = self._pair_geometry()
@@ -1094,9 +1108,9 @@ class Simulation(DeformableGrains, MixedBodies):
             raise ValueError(f"{bad.size} particle pair(s) overlap by more than max_initial_overlap = "
                              f"{self.max_initial_overlap} of the smaller radius at start; worst: particles "
                              f"{int(i[b])} and {int(j[b])} overlap {frac[b]:.3g}")
+        every = np.arange(self.n)
         for w in range(self.walls.shape[0]):
-            h = (self.pos - self.walls[w, :3]) @ self.walls[w, 3:6]
-            frac = (self.radius - h) / self.radius
+            frac = self._wall_overlaps(every, np.full(self.n, w)) / self.radius
             bad = np.flatnonzero(frac > self.max_initial_overlap)
             if bad.size:
                 raise ValueError(f"{bad.size} particle(s) overlap wall {w} by more than max_initial_overlap = "
@@ -1200,7 +1214,7 @@ class Simulation(DeformableGrains, MixedBodies):
                       self.wfs, self.wist, self.wcq, self.wk, self.wm,
                       self.pos_build, st.pts, st.nxt, st.meta, self.acc, self.out,
                       self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), self.prs, self.wrs, self.rrel, NO_MORE_STRESS,
-                      self.stress_limbs, WHOLE_STEPS)
+                      self.stress_limbs, WHOLE_STEPS, new_accumulator(3 * self.walls.shape[0]))
             done += int(self.out[OUT_STEPS])
             status = int(self.out[OUT_STATUS])
             if status == STATUS_PAIRS_FULL:
@@ -1253,10 +1267,13 @@ class Simulation(DeformableGrains, MixedBodies):
 
     @property
     def kinds(self):
-        """{body kind: count} of the bodies in the run ("sphere", "levelset"; both in a mixed run)."""
+        """{body kind: count} of the bodies in the run ("sphere", "levelset", "deformable"; spheres and
+        level-set grains in a mixed run)."""
         self.setup()
         if self.mixed is not None:
             return {"sphere": self.n, "levelset": self.grains.n}
+        if self.deformable is not None:
+            return {"deformable": self.deformable.n}
         return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
 
     @property
@@ -1315,11 +1332,13 @@ class Simulation(DeformableGrains, MixedBodies):
         sigma = (1/V) [sum_pairs f_ij (x) l_ij + sum_wall contacts f_(i->wall) (x) h n].
         Level-set grains: the same sum over their node contacts at the last force evaluation (the
         node force times the branch vector between the two centres; walls: times the vector from
-        the grain's centre to the node), contact.levelset_contact."""
+        the grain's centre to the node), contact.levelset_contact. Deformable grains: the same sum
+        over their node contacts (cylinders as walls), bodies.deformable, evaluated at the start of
+        the last step (their forces come before the step's drift), over the volume now."""
         V = self.volume if volume is None else float(volume)
         if self.mixed is not None:
             return self._mixed_stress(V)
-        if self.grains is not None:
+        if self.grains is not None or self.deformable is not None:
             self.setup()
             return self.acc[ACC_STRESS:ACC_STRESS + 9].reshape(3, 3) / V
         return self._sphere_stress(V)
@@ -1406,6 +1425,9 @@ class Simulation(DeformableGrains, MixedBodies):
 
     def measure(self):
         """Measurements of the current state (never changes the state)."""
+        if self.deformable is not None or self._deform_batches:
+            raise ValueError("measure() does not cover deformable grains yet: read sim.stress(), "
+                             "sim.deformable_energies() and sim.deformable.window_means()")
         if self.grains is not None or self._grain_batches:
             self.setup()
             if self.mixed is not None:

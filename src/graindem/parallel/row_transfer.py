@@ -5,6 +5,10 @@ quaternion (floats), and its history (contact.store) as its points bottom-up (pt
 slip flags. Laid out again, each history takes consecutive points of a fresh store, bottom first,
 as the store's compaction lays it out: only the points' indices differ from the sender's store, and
 no result depends on those.
+
+Wall rows (a sphere against a plane wall, keyed i * n_walls + w in the wall candidates) travel in
+the same layout, their first int the sphere's global id and their second -1 - w (is_wall_row), so
+that one exchange carries both kinds; unpack_rows_into lays the histories of both into one store.
 """
 
 import numpy as np
@@ -36,18 +40,18 @@ def read_histories(pist, rows, pts, nxt, out_pts, out_slip):
 
 
 @njit
-def lay_histories(lens, in_pts, in_slip, heads, pts, nxt):
+def lay_histories(lens, in_pts, in_slip, heads, pts, nxt, start):
     """Histories of lengths `lens`, stored one after the other bottom-up in in_pts, as consecutive
-    stacks from point 0 of a store; heads: each one's top point (-1 for none)."""
+    stacks of a store from its point `start` on; heads: each one's top point (-1 for none)."""
     k = 0
     for c in range(lens.shape[0]):
         m = lens[c]
         for a in range(m):
             for f in range(4):
-                pts[k + a, f] = in_pts[k + a, f]
-            below = k + a - 1 if a > 0 else -1
-            nxt[k + a] = (below << 1) | in_slip[k + a]
-        heads[c] = k + m - 1 if m > 0 else -1
+                pts[start + k + a, f] = in_pts[k + a, f]
+            below = start + k + a - 1 if a > 0 else -1
+            nxt[start + k + a] = (below << 1) | in_slip[k + a]
+        heads[c] = start + k + m - 1 if m > 0 else -1
         k += m
     return k
 
@@ -56,9 +60,31 @@ def pack_rows(gid, pi, pj, pfs, pist, pcq, store, rows):
     """(ints (m, ROW_INTS), floats (m, ROW_FLOATS), points (p, 4), slips (p,)) of pair rows `rows`;
     gid maps the rows' body indices to global ids."""
     rows = np.asarray(rows, dtype=np.int64)
+    return _pack(gid[pi[rows]], gid[pj[rows]], pfs, pist, pcq, store, rows)
+
+
+def pack_wall_rows(gid, wcand, n_walls, wfs, wist, wcq, store, rows):
+    """pack_rows of the wall rows `rows` (keys wcand = i * n_walls + w): the first int the sphere's
+    global id gid[i], the second -1 - w."""
+    rows = np.asarray(rows, dtype=np.int64)
+    i = wcand[rows] // n_walls
+    return _pack(gid[i], -1 - (wcand[rows] - i * n_walls), wfs, wist, wcq, store, rows)
+
+
+def is_wall_row(ints):
+    """Which packed rows are wall rows (pack_wall_rows)."""
+    return ints[:, 1] < 0
+
+
+def wall_of(ints):
+    """The wall index of packed wall rows."""
+    return -1 - ints[:, 1]
+
+
+def _pack(first, second, pfs, pist, pcq, store, rows):
     ints = np.empty((rows.size, ROW_INTS), dtype=np.int64)
-    ints[:, 0] = gid[pi[rows]]
-    ints[:, 1] = gid[pj[rows]]
+    ints[:, 0] = first
+    ints[:, 1] = second
     ints[:, 2:] = pist[rows]
     floats = np.concatenate([pfs[rows], pcq[rows]], axis=1)
     npts = int(pist[rows, S.I_LEN].sum())
@@ -75,36 +101,83 @@ def history_slices(ints):
     return starts
 
 
-def unpack_rows(ints, floats, pts, slips, capacity):
-    """(pfs, pist, pcq, store) of packed rows (their order), with capacity >= len(ints) rows (the
-    rows past them cleared) and a fresh store holding their histories."""
-    pfs = np.empty((capacity, S.N_FSTATE))
-    pist = np.empty((capacity, S.N_ISTATE), dtype=np.int64)
-    pcq = np.empty((capacity, 4))
-    store = HistoryStore(max(1024, 2 * pts.shape[0]))
-    unpack_rows_into(ints, floats, pts, slips, pfs, pist, pcq, store, capacity)
-    return pfs, pist, pcq, store
+def take_rows(ints, floats, pts, slips, order):
+    """The packed rows `order` (indices into the rows, in that order), with their histories."""
+    starts = history_slices(ints)
+    lens = np.diff(starts)[order]
+    # each taken row's points: its first point plus 0 .. len - 1
+    first = np.repeat(starts[:-1][order], lens)
+    offset = np.arange(first.size) - np.repeat(np.cumsum(lens) - lens, lens)
+    p = first + offset
+    return ints[order], floats[order], pts[p], slips[p]
 
 
-def unpack_rows_into(ints, floats, pts, slips, pfs, pist, pcq, store, clear_to):
-    """Packed rows into rows 0.. of pfs, pist, pcq (their order), rows len(ints)..clear_to-1
-    cleared (no state, no history, the identity frame), and their histories laid out from point 0
-    of `store` (which must hold twice their points), every other point of it freed."""
+def join_rows(a, b):
+    """Packed rows a followed by packed rows b."""
+    return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
+
+
+def split_wall_rows(ints, floats, pts, slips):
+    """(pair rows, wall rows) of packed rows, each (ints, floats, pts, slips) in their order."""
+    wall = is_wall_row(ints)
+    if not wall.any():  # no copy of the pair rows in a run without walls
+        return (ints, floats, pts, slips), take_rows(ints, floats, pts, slips, np.zeros(0, dtype=np.int64))
+    return (take_rows(ints, floats, pts, slips, np.flatnonzero(~wall)),
+            take_rows(ints, floats, pts, slips, np.flatnonzero(wall)))
+
+
+def new_row_state(capacity):
+    """(fs, ist, cq) of `capacity` cleared rows: no state, no history, the identity frame."""
+    ist = np.zeros((capacity, S.N_ISTATE), dtype=np.int64)
+    ist[:, S.I_HEAD] = -1
+    cq = np.zeros((capacity, 4))
+    cq[:, 0] = 1.0
+    return np.zeros((capacity, S.N_FSTATE)), ist, cq
+
+
+def _fill_rows(ints, floats, heads, fs, ist, cq, clear_to):
     m = ints.shape[0]
-    pfs[m:clear_to] = 0.0
-    pist[m:clear_to] = 0
-    pist[m:clear_to, S.I_HEAD] = -1
-    pcq[m:clear_to] = 0.0
-    pcq[m:clear_to, 0] = 1.0
-    pfs[:m] = floats[:, :S.N_FSTATE]
-    pcq[:m] = floats[:, S.N_FSTATE:]
-    pist[:m] = ints[:, 2:]
-    total = pts.shape[0]
-    heads = np.empty(m, dtype=np.int64)
-    lay_histories(np.ascontiguousarray(ints[:, 2 + S.I_LEN]), np.ascontiguousarray(pts),
-                  np.ascontiguousarray(slips), heads, store.pts, store.nxt)
-    pist[:m, S.I_HEAD] = heads
+    fs[m:clear_to] = 0.0
+    ist[m:clear_to] = 0
+    ist[m:clear_to, S.I_HEAD] = -1
+    cq[m:clear_to] = 0.0
+    cq[m:clear_to, 0] = 1.0
+    fs[:m] = floats[:, :S.N_FSTATE]
+    cq[:m] = floats[:, S.N_FSTATE:]
+    ist[:m] = ints[:, 2:]
+    ist[:m, S.I_HEAD] = heads
+
+
+def unpack_rows_into(pairs, walls, pair_state, wall_state, store, clear_to, wall_clear_to):
+    """Packed pair rows `pairs` into rows 0.. of pair_state (pfs, pist, pcq) and packed wall rows
+    `walls` into rows 0.. of wall_state (wfs, wist, wcq), each in their order, the rows past them up
+    to clear_to (wall_clear_to) cleared; the histories of both laid out from point 0 of `store`
+    (which must hold twice their points), the pairs' first, every other point of it freed."""
+    heads = []
+    total = 0
+    for ints, floats, pts, slips in (pairs, walls):
+        h = np.empty(ints.shape[0], dtype=np.int64)
+        total += lay_histories(np.ascontiguousarray(ints[:, 2 + S.I_LEN]), np.ascontiguousarray(pts),
+                               np.ascontiguousarray(slips), h, store.pts, store.nxt, total)
+        heads.append(h)
+    _fill_rows(pairs[0], pairs[1], heads[0], *pair_state, clear_to)
+    _fill_rows(walls[0], walls[1], heads[1], *wall_state, wall_clear_to)
     store.meta[M_FREE_HEAD] = -1
     thread_free(store.nxt, store.meta, total, store.capacity)
     store.meta[M_LIVE] = total
     store.meta[M_PEAK] = total
+
+
+def store_for(pairs, walls):
+    """A fresh history store large enough for unpack_rows_into of these packed rows."""
+    return HistoryStore(max(1024, 2 * (pairs[2].shape[0] + walls[2].shape[0])))
+
+
+def unpack_rows(pairs, walls, capacity, wall_capacity):
+    """((pfs, pist, pcq), (wfs, wist, wcq), store): unpack_rows_into fresh arrays of `capacity` pair
+    rows and `wall_capacity` wall rows and a fresh store."""
+    pair_state = new_row_state(capacity)
+    wall_state = new_row_state(wall_capacity)
+    store = store_for(pairs, walls)
+    unpack_rows_into(pairs, walls, pair_state, wall_state, store, 0, 0)
+    return pair_state, wall_state, store

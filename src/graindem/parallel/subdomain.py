@@ -12,7 +12,9 @@ orientation. A row between spheres of two
 ranks is computed by both (no reverse communication), from the same inputs, so both hold the same
 contact state; the force on an owned sphere is then summed from the same rows in the same order as
 in the serial run, and the trajectory is the serial one bit for bit. Rows between two ghosts are
-computed too and their results ignored.
+computed too and their results ignored. A sphere's wall rows (plane walls) are held by its owner
+only, in the serial key order, and travel with it; every rank moves the walls as the serial loop
+does, from the walls' forces of all ranks.
 
 A step: one call of the serial time loop (engine.loop.run_steps) on the local state (in a deforming
 cell, in two parts around the reduction of the stress sum, which the servo reads), with the owned
@@ -32,10 +34,12 @@ Between calls of Simulation.run the Simulation holds the whole state on every ra
 order (the ranks' rows sorted by their lower sphere: each group of rows is held whole, in the
 serial order, by that sphere's owner), so measure(),
 state_dict() and checkpoints read as from a serial run (the history store is laid out afresh: its
-point indices differ from a serial run's, its histories do not). The stress sum is the serial
-one bit for bit (core.exact_sum: each rank's exact accumulator holds the rows of its own spheres i,
-and the accumulators are added as integers); the local damping work is the exception: each rank
-sums its part and the parts are added in rank order, which rounds differently from the serial sum.
+point indices differ from a serial run's, its histories do not). The stress sum and the walls'
+forces are the serial ones bit for bit (core.exact_sum: each rank's exact accumulators hold the
+rows of its own spheres i, and the accumulators are added as integers; with walls, or in a
+deforming cell, in the middle of every step, before the servo and the walls' work read them); the
+local damping work is the exception: each rank sums its part and the parts are added in rank
+order, which rounds differently from the serial sum.
 """
 
 import time
@@ -44,19 +48,19 @@ import numpy as np
 
 from ..contact import rolling as RL
 from ..contact import state as S
-from ..contact.store import HistoryStore
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
                          cell_heights, flip_tilts, fractional_coordinates, shear_since_build)
-from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN,
-                           CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NWCAND, ICTL_SORT,
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ACC_WALL, CTL_RATE, CTL_RMAX, CTL_SHEAR,
+                           CTL_SKIN, CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NWCAND, ICTL_SORT,
                            ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX,
                            STATUS_DIVERGED)
 from ..core.exact_sum import exact_value, new_accumulator
 from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
-                           run_steps)
+                           run_steps, wall_travel)
 from ..engine.neighbours import refresh_constants
 from .bisection import Bisection
-from .row_transfer import ROW_FLOATS, ROW_INTS, history_slices, pack_rows, unpack_rows, unpack_rows_into
+from .row_transfer import (ROW_FLOATS, ROW_INTS, history_slices, join_rows, new_row_state, pack_rows, pack_wall_rows,
+                           split_wall_rows, store_for, take_rows, unpack_rows, unpack_rows_into, wall_of)
 from .world import HaloUpdate, allgatherv, alltoallv, alltoallv_rows
 
 BODY_FLOATS = 19   # pos 3, vel 3, omega 3, quat 4, radius, mass, inertia, pos_build 3
@@ -67,9 +71,7 @@ HALO_FLOATS = 13   # what a step refreshes in the ghosts: pos, vel, omega, quat
 def check_decomposable(sim, nranks):
     """Refuse, before any step, what does not run decomposed yet (or cannot)."""
     what = None
-    if sim.walls.shape[0]:
-        what = "walls"
-    elif sim.prs.shape[1]:
+    if sim.prs.shape[1]:
         what = "rolling/twisting resistance"
     elif sim.ictl[ICTL_SORT]:
         what = "sort_particles=True"
@@ -82,7 +84,8 @@ def check_decomposable(sim, nranks):
     if what is not None:
         raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
                          "support spheres in a box, periodic or not, fixed, stretched by prescribed strain rates, "
-                         "sheared or driven by the stress servo, without walls; see docs/parallel-mpi.md)")
+                         "sheared or driven by the stress servo, with plane walls moving at prescribed velocities; "
+                         "see docs/parallel-mpi.md)")
     if sim.n < nranks:
         raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
                          "of spheres (every rank owns at least one)")
@@ -159,6 +162,16 @@ def _point_mask(ints, rows_mask):
     return np.repeat(rows_mask, np.diff(history_slices(ints)))
 
 
+def pack_owned_wall_rows(src, gid, owned):
+    """(packed wall rows, their spheres' indices in src): row_transfer.pack_wall_rows of src's wall
+    rows whose sphere is marked in owned (by src's sphere index), in src's row order."""
+    nw = src.walls.shape[0]
+    keys = src.wcand[:int(src.ictl[ICTL_NWCAND])] if nw else np.zeros(0, dtype=np.int64)
+    spheres = keys // max(nw, 1)
+    rows = np.flatnonzero(owned[spheres])
+    return pack_wall_rows(gid, src.wcand, max(nw, 1), src.wfs, src.wist, src.wcq, src.store, rows), spheres[rows]
+
+
 class Subdomain:
     """This rank's spheres, ghosts and rows of the Simulation `sim` (which holds the whole state on
     every rank), ready to step."""
@@ -169,6 +182,11 @@ class Subdomain:
         self.max_op = MPI.MAX
         self.sum_op = MPI.SUM
         self.stress_sum = new_accumulator(9)
+        # the walls' forces: each rank sums its wall rows exactly, the ranks' sums are added as integers
+        # in the middle of each step, before the walls' work reads them (advance)
+        self.n_walls = int(sim.walls.shape[0])
+        self.wall_limbs = new_accumulator(3 * self.n_walls)
+        self.wall_sum = new_accumulator(3 * self.n_walls)
         self.comm = comm
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
@@ -201,6 +219,8 @@ class Subdomain:
         m = int(sim.ictl[ICTL_NPAIRS])
         rows = np.flatnonzero(mine[sim.pi[:m]] | mine[sim.pj[:m]])
         packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.store, rows)
+        # the wall rows of the owned spheres, which only their owner holds (in the serial order)
+        packed_rows = join_rows(packed_rows, pack_owned_wall_rows(sim, gid, mine)[0])
         self._assemble(sim, *pack_bodies(sim, local, gid, owner[local]), *packed_rows, listed=True)
         # every rank steps the boundary work as the serial loop does (from the same stress sums); the
         # stress sum of the last step is held by the ranks' accumulators together
@@ -230,6 +250,7 @@ class Subdomain:
         bi = bi[order]
         gid = np.ascontiguousarray(bi[:, 0])
         n = gid.size
+        (ints, floats, pts, slips), wall_rows = split_wall_rows(ints, floats, pts, slips)
         li = np.minimum(np.searchsorted(gid, ints[:, 0]), n - 1)
         lj = np.minimum(np.searchsorted(gid, ints[:, 1]), n - 1)
         keep = (gid[li] == ints[:, 0]) & (gid[lj] == ints[:, 1])
@@ -241,8 +262,13 @@ class Subdomain:
             li, lj = li[keep], lj[keep]
         m = ints.shape[0]
         cap = max(1024, 2 * m, 8 * n)
+        nw = self.n_walls
+        wall_keys = self._wall_keys(gid, wall_rows[0], nw, listed)
+        # the walls' materials follow the spheres' (pmat[n + w])
+        pmat = np.concatenate([bi[:, 1], src.pmat[src.pmat.shape[0] - nw:]])
         if listed:
-            self.local = self._new_local(src, bf, bi, ints, floats, pts, slips, li, lj, cap)
+            self.local = self._new_local(src, bf, bi, pmat, (ints, floats, pts, slips), li, lj, wall_rows, wall_keys,
+                                         cap)
         else:
             L = self.local
             # the rows past m are cleared, as in fresh arrays: all of new arrays, else those the
@@ -254,14 +280,23 @@ class Subdomain:
                 top = max(self.rows_written, m)
                 L.pi[m:top] = 0
                 L.pj[m:top] = 0
-            if L.store.capacity < max(1024, 2 * pts.shape[0]):
-                L.store = HistoryStore(max(1024, 2 * pts.shape[0]))
-            unpack_rows_into(ints, floats, pts, slips, L.pfs, L.pist, L.pcq, L.store, top)
+            # the wall rows past the listed ones are clear (the build and _keep_owned_wall_rows clear
+            # what they drop): only the listed ones need clearing, unless the arrays are new
+            wall_top = int(L.ictl[ICTL_NWCAND])
+            if L.wfs.shape[0] < n * nw:
+                self._alloc_wall_rows(n * nw + (n * nw) // 4)
+                wall_top = 0
+            store = L.store
+            if store.capacity < max(1024, 2 * (pts.shape[0] + wall_rows[2].shape[0])):
+                L.store = store = store_for((ints, floats, pts, slips), wall_rows)
+            unpack_rows_into((ints, floats, pts, slips), wall_rows, (L.pfs, L.pist, L.pcq), (L.wfs, L.wist, L.wcq),
+                             store, top, wall_top)
             L.pi[:m] = li
             L.pj[:m] = lj
+            L.wcand[:wall_keys.size] = wall_keys
             for name, a in (("pos", bf[:, 0:3]), ("vel", bf[:, 3:6]), ("omega", bf[:, 6:9]), ("quat", bf[:, 9:13]),
                             ("radius", bf[:, 13]), ("mass", bf[:, 14]), ("inertia", bf[:, 15]),
-                            ("pos_build", bf[:, 16:19]), ("pmat", bi[:, 1])):
+                            ("pos_build", bf[:, 16:19]), ("pmat", pmat)):
                 setattr(L, name, np.ascontiguousarray(a))
             L.force = np.zeros((n, 3))
             L.torque = np.zeros((n, 3))
@@ -270,6 +305,7 @@ class Subdomain:
             L.n = n
             L.ictl[ICTL_N] = n
             L.ictl[ICTL_NPAIRS] = m
+            L.ictl[ICTL_NWCAND] = wall_keys.size
             L.acc[:] = 0.0
             L._rebuild()
         self.rows_written = max(m, int(self.local.ictl[ICTL_NPAIRS]))
@@ -277,12 +313,26 @@ class Subdomain:
         self.owner = np.ascontiguousarray(bi[:, 2])
         self._prepare_steps()
 
-    def _new_local(self, src, bf, bi, ints, floats, pts, slips, li, lj, cap):
-        """A local Simulation of bodies (bf, bi) in global-id order and their listed rows."""
+    def _alloc_wall_rows(self, capacity):
+        """Fresh, cleared wall-row arrays of the local Simulation for `capacity` rows (at least the
+        local spheres times the walls, every key the build may list)."""
+        L = self.local
+        L.wfs, L.wist, L.wcq = new_row_state(capacity)
+        L.wcand = np.zeros(max(capacity, 1), dtype=np.int64)
+        L.wk = np.zeros((capacity, L.wk.shape[1]))
+        L.wm = np.zeros(capacity, dtype=np.int64)
+        L.wrs = np.zeros((capacity, L.wrs.shape[1]))
+
+    def _new_local(self, src, bf, bi, pmat, pairs, li, lj, wall_rows, wall_keys, cap):
+        """A local Simulation of bodies (bf, bi) in global-id order, their listed pair rows and their
+        wall rows (keys wall_keys)."""
         from ..engine.simulation import Simulation
         n = bf.shape[0]
-        m = ints.shape[0]
-        pfs, pist, pcq, store = unpack_rows(ints, floats, pts, slips, cap)
+        m = pairs[0].shape[0]
+        nw = self.n_walls
+        (pfs, pist, pcq), (wfs, wist, wcq), store = unpack_rows(pairs, wall_rows, cap, n * nw)
+        wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
+        wcand[:wall_keys.size] = wall_keys
         pi = np.zeros(cap, dtype=PAIR_INDEX)
         pj = np.zeros(cap, dtype=PAIR_INDEX)
         pi[:m] = li
@@ -294,18 +344,55 @@ class Subdomain:
         ictl = src.ictl.copy()
         ictl[ICTL_N] = n
         ictl[ICTL_NPAIRS] = m
-        ictl[ICTL_NWCAND] = 0
+        ictl[ICTL_NWCAND] = wall_keys.size
         arrays = {"pos": bf[:, 0:3], "vel": bf[:, 3:6], "omega": bf[:, 6:9], "quat": bf[:, 9:13],
                   "radius": bf[:, 13], "mass": bf[:, 14], "inertia": bf[:, 15], "pos_build": bf[:, 16:19],
-                  "force": np.zeros((n, 3)), "torque": np.zeros((n, 3)), "pmat": bi[:, 1],
+                  "force": np.zeros((n, 3)), "torque": np.zeros((n, 3)), "pmat": pmat,
                   "pid": np.arange(n, dtype=np.int64),
-                  "prm": src.prm, "cell": src.cell, "ctl": src.ctl, "ictl": ictl, "walls": np.zeros((0, 12)),
-                  "wcand": np.zeros(1, dtype=np.int64), "pstart": pstart, "pi": pi, "pj": pj, "pfs": pfs,
-                  "pist": pist, "pcq": pcq, "wfs": np.zeros((0, S.N_FSTATE)),
-                  "wist": np.zeros((0, S.N_ISTATE), dtype=np.int64), "wcq": np.zeros((0, 4)),
-                  "acc": np.zeros(N_ACC0), "L0": src.L0, "materials": src.materials, "mu_pair": src.mu_pair,
+                  "prm": src.prm, "cell": src.cell, "ctl": src.ctl, "ictl": ictl, "walls": src.walls,
+                  "wcand": wcand, "pstart": pstart, "pi": pi, "pj": pj, "pfs": pfs,
+                  "pist": pist, "pcq": pcq, "wfs": wfs, "wist": wist, "wcq": wcq,
+                  "acc": np.zeros(N_ACC0 + 3 * nw), "L0": src.L0, "materials": src.materials, "mu_pair": src.mu_pair,
                   "store_pts": store.pts, "store_nxt": store.nxt, "store_meta": store.meta}
         return Simulation.from_state({k: np.ascontiguousarray(v) for k, v in arrays.items()}, self.meta)
+
+    @staticmethod
+    def _wall_keys(gid, wall_ints, nw, listed):
+        """The local keys i * nw + w of packed wall rows (gid: the local spheres' global ids, sorted)."""
+        li = np.minimum(np.searchsorted(gid, wall_ints[:, 0]), max(gid.size - 1, 0))
+        if wall_ints.shape[0] and not np.array_equal(gid[li], wall_ints[:, 0]):
+            raise RuntimeError("a wall row names a sphere this rank does not hold")
+        keys = li * nw + wall_of(wall_ints)
+        if listed and np.any(np.diff(keys) <= 0):
+            raise RuntimeError("the listed wall rows are not in key order")
+        return keys
+
+    def _keep_owned_wall_rows(self, inv):
+        """The wall rows of the owned spheres only, renumbered as the spheres (inv: old index -> new;
+        the owned keep their order, so the keys stay in order); the ghosts' rows, fresh rows of the
+        local build, are dropped: a ghost's wall contacts are its owner's."""
+        L = self.local
+        nw = self.n_walls
+        nc = int(L.ictl[ICTL_NWCAND])
+        if nw == 0 or nc == 0:
+            return
+        keys = L.wcand[:nc]
+        i = keys // nw
+        new_i = inv[i]
+        keep = np.flatnonzero(new_i < self.n_own)
+        dropped = np.setdiff1d(np.arange(nc), keep)
+        if np.any(L.wist[dropped, S.I_HEAD] >= 0) or np.any(L.wfs[dropped] != 0.0):
+            raise RuntimeError("a ghost sphere's wall row holds contact state")
+        mw = keep.size
+        L.wcand[:mw] = new_i[keep] * nw + (keys[keep] - i[keep] * nw)
+        for name in ("wfs", "wist", "wcq", "wk", "wm", "wrs"):
+            a = getattr(L, name)
+            a[:mw] = a[keep]
+        L.wfs[mw:nc] = 0.0
+        L.wist[mw:nc] = 0
+        L.wist[mw:nc, S.I_HEAD] = -1
+        L.wcq[mw:nc] = (1.0, 0.0, 0.0, 0.0)
+        L.ictl[ICTL_NWCAND] = mw
 
     def _prepare_steps(self):
         """Renumber the local spheres owned first (the rows keep their order and orientation, so
@@ -318,7 +405,7 @@ class Subdomain:
         inv[perm] = np.arange(n)
         for name in ("pos", "vel", "omega", "quat", "force", "torque", "radius", "mass", "inertia", "pos_build"):
             setattr(L, name, np.ascontiguousarray(getattr(L, name)[perm]))
-        L.pmat = np.ascontiguousarray(L.pmat[perm])
+        L.pmat = np.ascontiguousarray(np.concatenate([L.pmat[:n][perm], L.pmat[n:]]))  # the walls' after the spheres
         m = int(L.ictl[ICTL_NPAIRS])
         L.pi[:m] = inv[L.pi[:m]]
         L.pj[:m] = inv[L.pj[:m]]
@@ -326,6 +413,7 @@ class Subdomain:
         self.gid = self.gid[perm]
         self.owner = self.owner[perm]
         self.n_own = n_own = int(owned.sum())
+        self._keep_owned_wall_rows(inv)
         # the time loop advances the owned spheres only (the first ictl[ICTL_N] rows)
         L.ictl[ICTL_N] = n_own
         # and never rebuilds by itself, not even for a tilt flip (engine.loop.rebuild_due with an
@@ -364,15 +452,17 @@ class Subdomain:
         for s in range(nsteps):
             t = clock.now()
             L = self.local
-            L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + 1024)
-            if self.deforming:
+            L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + n_own * self.n_walls + 1024)
+            if self.deforming or self.n_walls:
                 self._run_steps(UNTIL_STRESS)
                 bad = int(L.out[OUT_STATUS]) != STATUS_STRESS_READY
                 t = clock.add("loop", t)
-                # every rank joins the sum, a diverged one too (the fault is told in the reduction below)
-                self.comm.Allreduce(L.stress_limbs, self.stress_sum, op=self.sum_op)
-                for k in range(9):
-                    L.acc[ACC_STRESS + k] = exact_value(self.stress_sum, k)
+                # every rank joins the sums, a diverged one too (the fault is told in the reduction below)
+                if self.deforming:
+                    self.comm.Allreduce(L.stress_limbs, self.stress_sum, op=self.sum_op)
+                    for k in range(9):
+                        L.acc[ACC_STRESS + k] = exact_value(self.stress_sum, k)
+                self._sum_wall_forces()
                 t = clock.add("stress_sum", t)
                 if not bad:
                     self._run_steps(AFTER_STRESS)
@@ -405,7 +495,7 @@ class Subdomain:
                 self.fault = self._fault_report(bad)
                 return 0, True
             stop = int(reduced[2])
-            if rebuild_due(L.cell, L.ctl, reduced[0], 0.0):
+            if rebuild_due(L.cell, L.ctl, reduced[0], wall_travel(L.walls, self.n_walls)):
                 self._rebuild()
                 clock.add("rebuild", t)
             if stop:
@@ -421,7 +511,15 @@ class Subdomain:
                   L.pcq, L.pk, L.pm, L.qi, L.qj, L.qfs, L.qist, L.qcq, L.wfs, L.wist, L.wcq, L.wk, L.wm,
                   L.pos_build, st.pts, st.nxt, st.meta, L.acc, L.out,
                   L.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), L.prs, L.wrs, L.rrel, NO_MORE_STRESS, L.stress_limbs,
-                  part)
+                  part, self.wall_limbs)
+
+    def _sum_wall_forces(self):
+        """The walls' forces in acc: the ranks' exact sums (each over its own spheres' wall rows)
+        added as integers and rounded once, the serial wall pass's values bit for bit."""
+        if self.n_walls:
+            self.comm.Allreduce(self.wall_limbs, self.wall_sum, op=self.sum_op)
+            for r in range(3 * self.n_walls):
+                self.local.acc[ACC_WALL + r] = exact_value(self.wall_sum, r)
 
     def _fault_report(self, here):
         """This rank's account of the divergence: [kind (0 none, 1 a contact, 2 a sphere), global
@@ -433,6 +531,8 @@ class Subdomain:
             return np.array([0, -1, -1, 0], dtype=np.int64)
         if p >= 0:
             return np.array([2, self.gid[p], -1, 1], dtype=np.int64)
+        if cj < 0:  # a wall contact (engine.loop: out[OUT_CJ] = -1 - wall)
+            return np.array([3, self.gid[ci], -1 - cj, 1], dtype=np.int64)
         a, b = int(self.gid[ci]), int(self.gid[cj])
         lower = ci if a < b else cj
         return np.array([1, a, b, 1 if lower < self.n_own else 0], dtype=np.int64)
@@ -452,6 +552,12 @@ class Subdomain:
             first = pairs[np.argmin(key)]
             sim.out[OUT_CI] = first[1]
             sim.out[OUT_CJ] = first[2]
+        elif np.any(reports[:, 0] == 3):
+            # the wall pass runs after the pair pass, over its rows in key order (sphere, then wall)
+            walls = reports[reports[:, 0] == 3]
+            first = walls[np.lexsort((walls[:, 2], walls[:, 1]))[0]]
+            sim.out[OUT_CI] = first[1]
+            sim.out[OUT_CJ] = -1 - first[2]
         else:
             spheres = reports[reports[:, 0] == 2]
             sim.out[OUT_PARTICLE] = spheres[:, 1].min()
@@ -485,6 +591,10 @@ class Subdomain:
         oi = new_owner[L.pi[rows]]
         oj = new_owner[L.pj[rows]]
         to = [(oi == r) | (oj == r) for r in range(self.size)]
+        # every wall row goes with its sphere
+        wall_rows, wall_spheres = pack_owned_wall_rows(L, self.gid, np.ones(L.n, dtype=bool))
+        ints, floats, pts, slips = join_rows((ints, floats, pts, slips), wall_rows)
+        to = [np.concatenate([t, new_owner[wall_spheres] == r]) for r, t in enumerate(to)]
         pmask = [_point_mask(ints, t) for t in to]
         c = self.comm
         rbf, rbi = alltoallv_rows(c, [bf[dest[:, r]] for r in range(self.size)],
@@ -493,9 +603,11 @@ class Subdomain:
         rpts, rslips = alltoallv_rows(c, [pts[p] for p in pmask], [slips[p, None] for p in pmask])
         self.local_work += float(L.acc[ACC_LOCAL_WORK])
         boundary_work = float(L.acc[ACC_BOUNDARY_WORK])
+        wall_forces = L.acc[ACC_WALL:ACC_WALL + 3 * self.n_walls].copy()
         limbs = L.stress_limbs
         self._assemble(L, rbf, rbi, rri, rrf, rpts, rslips[:, 0], listed=False)
         L.acc[ACC_BOUNDARY_WORK] = boundary_work
+        L.acc[ACC_WALL:ACC_WALL + 3 * self.n_walls] = wall_forces
         L.stress_limbs = limbs
 
     # ------------------------------------------------------------ gathering
@@ -514,6 +626,8 @@ class Subdomain:
         m = int(L.ictl[ICTL_NPAIRS])
         ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store,
                                              np.flatnonzero(self.authoritative[:m]))
+        ints, floats, pts, slips = join_rows((ints, floats, pts, slips),
+                                             pack_owned_wall_rows(L, self.gid, np.ones(L.n, dtype=bool))[0])
         RI, _ = allgatherv(c, ints, ROW_INTS)
         RF, _ = allgatherv(c, floats, ROW_FLOATS)
         P, _ = allgatherv(c, pts, 4)
@@ -528,10 +642,18 @@ class Subdomain:
         for k in range(9):
             acc[ACC_STRESS + k] = exact_value(sim.stress_limbs, k)
         acc[ACC_BOUNDARY_WORK] = L.acc[ACC_BOUNDARY_WORK]
+        nw = self.n_walls
+        acc[ACC_WALL:ACC_WALL + 3 * nw] = L.acc[ACC_WALL:ACC_WALL + 3 * nw]
+        (RI, RF, P, SL), wall_rows = split_wall_rows(RI, RF, P, SL[:, 0])
+        # the wall rows in the serial key order, sphere (global id) then wall
+        wall_keys = wall_rows[0][:, 0] * nw + wall_of(wall_rows[0])
+        order = np.argsort(wall_keys, kind="stable")
         nrows = RI.shape[0]
         sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
         cap = sim.pi.shape[0]
-        sim.pfs, sim.pist, sim.pcq, sim.store = unpack_rows(RI, RF, P, SL[:, 0], cap)
+        (sim.pfs, sim.pist, sim.pcq), (sim.wfs, sim.wist, sim.wcq), sim.store = unpack_rows(
+            (RI, RF, P, SL), take_rows(*wall_rows, order), cap, sim.n * nw)
+        sim.wcand[:order.size] = wall_keys[order]
         # the serial list: its rows are grouped by their lower sphere in id order, and each group is
         # held whole, in the serial order, by the rank that owns that sphere (whose local build lists
         # the serial rows among its spheres in the serial order); a row's history stays where
@@ -546,7 +668,7 @@ class Subdomain:
         ictl = L.ictl.copy()
         ictl[ICTL_N] = sim.n
         ictl[ICTL_NPAIRS] = nrows
-        ictl[ICTL_NWCAND] = 0
+        ictl[ICTL_NWCAND] = order.size
         ictl[ICTL_MODE:ICTL_MODE + 3] = self.mode
         sim.ictl = ictl
         sim.pos = np.ascontiguousarray(BF[:, 0:3])
@@ -557,6 +679,7 @@ class Subdomain:
         sim.force = np.zeros((sim.n, 3))
         sim.torque = np.zeros((sim.n, 3))
         sim.cell = L.cell.copy()
+        sim.walls = L.walls.copy()
         # the rows' constants, as the build sets them (and as a restart recomputes them)
         refresh_constants(sim.radius, sim.mass, sim.pmat, sim.mtab, sim.ctl, sim.ictl, sim.pi, sim.pj, sim.pk, sim.pm,
                           sim.wcand, sim.wk, sim.wm)

@@ -1,4 +1,5 @@
-"""Scenario `deformable_compaction`: n_side³ deformable spheres compressed by six walls (`graindem run`).
+"""Scenario `deformable_compaction`: n_side³ deformable spheres compressed by six walls or by the stress
+servo of a periodic cell (`graindem run`).
 
     graindem run examples/deformable_compaction.toml --out DIR [--steps N]
     graindem run --restart DIR/checkpoint.h5 --out DIR2 [--steps N]
@@ -6,10 +7,12 @@
 The grains are the seed's Table 2 sphere (radius 10 voxel units, `deform.scenes.compaction_sphere`)
 with one compaction mode (a graindem mode file, or the analytic stand-in when none is given), the
 Appendix B response and tangent modal damping, on a cubic lattice with small random offsets, in a
-box of six frictional walls moving inward at a constant speed. Units are the seed's voxel units
-(density 1). Outputs: series.csv (every output_interval steps), checkpoint.h5 (every
-checkpoint_interval steps and at the end), summary.json (n_particles, kinds, steps_per_s, the wall
-force, ε), VTK of the deformed surfaces if asked. A restart continues bit for bit.
+box of six frictional walls moving inward at a constant speed (loading.boundary = "walls"), or in a
+periodic cell of the lattice's size whose three axes the stress servo drives to the mean stress
+loading.stress ("servo"). Units are the seed's voxel units (density 1). Outputs: series.csv (every
+output_interval steps), checkpoint.h5 (every checkpoint_interval steps and at the end), summary.json
+(n_particles, kinds, steps_per_s, the wall force, ε, the mean Love–Weber stress), VTK of the deformed
+surfaces if asked. A restart continues bit for bit.
 
 The file has its own schema (below): every key optional except simulation.scenario; unknown keys and
 values out of range are refused before any work starts.
@@ -25,6 +28,7 @@ import numpy as np
 
 SCENARIO = "deformable_compaction"
 EXTRA_KEY = "deformable_compaction"
+BOUNDARIES = ("walls", "servo")
 # section -> key -> (type, default, check, allowed range in words)
 SCHEMA = {
     "simulation": {
@@ -51,7 +55,11 @@ SCHEMA = {
         "inverse_iterations": (int, 1, lambda v: 0 <= v <= 10, "in [0, 10]"),
     },
     "loading": {
+        "boundary": (str, "walls", lambda v: v in BOUNDARIES, f"one of {BOUNDARIES}"),
         "wall_speed": (float, 0.01, lambda v: 0 < v < math.inf, "> 0 (voxel units per time unit)"),
+        "stress": (float, 1.0, lambda v: 0 < v < math.inf, "> 0 (the servo's target mean stress)"),
+        "servo_gain": (float, 1e-3, lambda v: 0 < v < math.inf, "> 0 (strain rate per relative stress error)"),
+        "max_strain_rate": (float, 2e-3, lambda v: 0 < v < math.inf, "> 0 (the servo's limit, per time unit)"),
     },
     "output": {
         "vtk": (bool, False, lambda v: True, "true or false"),
@@ -93,6 +101,10 @@ def validate(data, base_dir="."):
             if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)) or not check(value):
                 raise ValueError(f"{section}.{key} must be {kind.__name__} {words}, got {value!r}")
             config[section][key] = value
+    if config["loading"]["boundary"] == "servo" and config["grains"]["n_side"] < 3:
+        # a periodic axis must exceed twice the neighbour cutoff, about 2.5 grain diameters
+        raise ValueError(f"grains.n_side must be >= 3 with loading.boundary = 'servo' (a periodic cell), got "
+                         f"{config['grains']['n_side']}")
     mode_file = config["grains"]["mode_file"]
     if mode_file:
         p = Path(mode_file)
@@ -126,21 +138,29 @@ def build(config):
     positions = np.array([[x, y, z] for x in lattice for y in lattice for z in lattice])
     positions += rng.uniform(-0.5 * g["jitter"], 0.5 * g["jitter"], positions.shape)
     half = n * (r + g["jitter"])
-    walls = [(p, nrm, config["loading"]["wall_speed"] * v) for p, nrm, v in box_walls(half)]
+    servo = config["loading"]["boundary"] == "servo"
+    walls = [] if servo else [(p, nrm, config["loading"]["wall_speed"] * v) for p, nrm, v in box_walls(half)]
     response = appendix_b_response(r)
     beta = modal_damping_for(response, g["modal_mass"], g["damping_ratio"], "tangent")[1]
     damping = c["damping"]
     if damping < 0:
         # about critical for a grain's translation against one flat contact of radius R/2
         damping = 2.0 * math.sqrt(c["stiffness"] * tpl.volume / (math.pi * (0.5 * r) ** 2))
-    return deformable_simulation(tpl, positions, [[g["modal_mass"]]], response, planes=walls,
-                                 beta=config["simulation"]["dt_fraction"], tangent_damping=beta,
-                                 contact_stiffness=c["stiffness"], contact_damping=damping, contact="one",
-                                 pullback=c["pullback"], inverse_iterations=c["inverse_iterations"],
-                                 inverse_method="newton", contact_area=math.pi * (0.5 * r) ** 2, mu=g["friction"])
+    sim = deformable_simulation(tpl, positions, [[g["modal_mass"]]], response, planes=walls,
+                                beta=config["simulation"]["dt_fraction"], tangent_damping=beta,
+                                contact_stiffness=c["stiffness"], contact_damping=damping, contact="one",
+                                pullback=c["pullback"], inverse_iterations=c["inverse_iterations"],
+                                inverse_method="newton", contact_area=math.pi * (0.5 * r) ** 2, mu=g["friction"],
+                                periodic_cell=((-half,) * 3, (half,) * 3) if servo else None)
+    if servo:
+        load = config["loading"]
+        for axis in range(3):
+            sim.control_axis(axis, stress=load["stress"], gain=load["servo_gain"], max_rate=load["max_strain_rate"])
+    return sim
 
 
-SERIES = ("step", "time", "wall_force", "wall_travel", "eps_mean", "eps_max", "kinetic", "strain", "contact_nodes")
+SERIES = ("step", "time", "wall_force", "wall_travel", "eps_mean", "eps_max", "kinetic", "strain", "contact_nodes",
+          "stress")
 
 
 def _row(sim, half0):
@@ -148,11 +168,13 @@ def _row(sim, half0):
 
     d = sim.deformable
     n_walls = len(sim.walls)
-    inward = -np.einsum("ij,ij->i", d.o_force[:n_walls], d.o_dir[:n_walls])
-    travel = half0 - np.abs(np.einsum("ij,ij->i", sim.walls[:, 0:3], sim.walls[:, 3:6])).mean()
+    force = travel = math.nan   # no walls: the periodic cell under the servo
+    if n_walls:
+        force = float(-np.einsum("ij,ij->i", d.o_force[:n_walls], d.o_dir[:n_walls]).mean())
+        travel = float(half0 - np.abs(np.einsum("ij,ij->i", sim.walls[:, 0:3], sim.walls[:, 3:6])).mean())
     kin, strain = d.kinetic_energy(), d.modal_energies()[1]
-    return [sim.step_count, sim.time, float(inward.mean()), float(travel), float(d.eps.mean()), float(d.eps.max()),
-            kin, strain, int(d.gctl[GC_NCP])]
+    return [sim.step_count, sim.time, force, travel, float(d.eps.mean()), float(d.eps.max()), kin, strain,
+            int(d.gctl[GC_NCP]), float(np.trace(sim.stress())) / 3.0]
 
 
 def _drive(sim, state, out, steps, quiet):
@@ -170,18 +192,22 @@ def _drive(sim, state, out, steps, quiet):
             s.deformable.write_vtk(str(out / f"grains_{done:08d}"))
 
     seconds = run_with_series(sim, state, out, steps, quiet, EXTRA_KEY, SERIES, lambda s: _row(s, half0),
-                              "deformable compaction", shown=("wall_force", "eps_mean"), on_output=vtk)
+                              "deformable compaction", shown=("wall_force", "stress", "eps_mean"),
+                              on_output=vtk)
     d = sim.deformable
-    row = dict(zip(SERIES, _row(sim, half0)))
+    # no walls (the servo's periodic cell): their force and travel are null in the JSON
+    row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in zip(SERIES, _row(sim, half0))}
     summary = {"scenario": SCENARIO, "n_particles": int(d.n), "kinds": {"deformable": int(d.n)},
                "steps": sim.step_count - start, "steps_this_run": int(steps),
                "steps_per_s": steps / seconds if seconds > 0 else None, "dt": sim.dt, "dt_crit": sim.dt_crit,
                "wall_force": row["wall_force"], "wall_travel": row["wall_travel"], "eps_mean": row["eps_mean"],
-               "eps_max": row["eps_max"], "energies": d.energies(sim.gravity), "run_id": state["run_id"]}
+               "eps_max": row["eps_max"], "stress": row["stress"], "box_lengths": sim.box_lengths.tolist(),
+               "energies": sim.deformable_energies(), "run_id": state["run_id"]}
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
     if not quiet:
         print(f"{d.n} deformable grains, {summary['steps']} steps, {summary['steps_per_s'] or 0:.0f} steps/s, "
-              f"mean wall force {row['wall_force']:.4g}, mean eps {row['eps_mean']:.4g}; wrote {out / 'summary.json'}",
+              f"mean wall force {math.nan if row['wall_force'] is None else row['wall_force']:.4g}, mean stress {row['stress']:.4g}, mean eps "
+              f"{row['eps_mean']:.4g}; wrote {out / 'summary.json'}",
               flush=True)
     return summary
 
@@ -196,7 +222,7 @@ def run_file(path, out, steps=None, quiet=False):
     sim.verbose = not quiet
     if not quiet:
         print(sim.last_message, flush=True)
-    half0 = float(np.abs(np.einsum("ij,ij->i", sim.walls[:, 0:3], sim.walls[:, 3:6])).mean())
+    half0 = float(np.abs(np.einsum("ij,ij->i", sim.walls[:, 0:3], sim.walls[:, 3:6])).mean()) if len(sim.walls) else 0.0
     state = {"config": config, "run_id": uuid.uuid4().hex, "start_step": 0, "half0": half0}
     n = config["simulation"]["steps"] if steps is None else int(steps)
     return _drive(sim, state, out, n, quiet)

@@ -30,7 +30,7 @@ from graindem.engine import Simulation
 
 __all__ = ["free_collision", "momenta", "pressed_sphere", "continuum_area_force", "settling_bed", "walled_box",
            "sphere_on_ellipsoid_tip", "oblique_collision", "force_on_small", "set_grain_law", "sheared_pair", "sheared_cell",
-           "CELL_SIZE", "SHEARED_ORIENTATION"]
+           "balance_tolerance", "CELL_SIZE", "SHEARED_ORIENTATION"]
 
 # the sheared cell's heights must exceed two cutoffs at the largest tilt
 CELL_SIZE = 7.0
@@ -105,6 +105,16 @@ def settling_bed(ellipsoid):
     sim.add_grains(ellipsoid, bed, motion="fixed")
     sim.add_particles([(-1.05, -0.68, 1.5), (0.97, 0.72, 1.6), (1.02, -0.7, 1.7), (-0.96, 0.71, 1.8)], 0.4)
     return sim
+
+
+BALANCE_TERMS = ("kinetic_energy", "elastic_normal_energy", "tangential_energy", "frictional_dissipation",
+                 "viscous_dissipation", "gravity_work", "boundary_work")
+
+
+def balance_tolerance(m, rel=3e-3):
+    """The energy-balance tolerance of a mixed run's measure() `m`: `rel` times its largest term
+    (the tolerance of grains alone, tests/test_levelset_cell)."""
+    return rel * max(abs(m[k]) for k in BALANCE_TERMS)
 
 
 def walled_box(ellipsoid, dt, law="area"):
