@@ -114,6 +114,8 @@ def take_rows(ints, floats, pts, slips, order):
 
 def join_rows(a, b):
     """Packed rows a followed by packed rows b."""
+    if b[0].shape[0] == 0:  # no copy of the pair rows in a run without walls
+        return tuple(a)
     return tuple(np.concatenate([x, y]) for x, y in zip(a, b))
 
 
