@@ -971,12 +971,8 @@ class HertzRows:
 
 
 def new_rows(n):
-    fs = np.zeros((n, S.N_FSTATE))
-    ist = np.zeros((n, S.N_ISTATE), dtype=np.int64)
-    ist[:, S.I_HEAD] = -1
-    cq = np.zeros((n, 4))
-    cq[:, 0] = 1.0
-    return fs, ist, cq, np.zeros((n, N_HROW))
+    """fresh_rows of the law (contact.state) and their row records."""
+    return (*S.fresh_rows(n), np.zeros((n, N_HROW)))
 
 
 def wall_rotations(normals):

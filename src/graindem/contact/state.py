@@ -9,6 +9,9 @@ Slots below F_LAW0 have the same meaning for every law; slots F_LAW0..N_FSTATE-1
 the law that owns the row (each law module documents its own use of them).
 """
 
+import numpy as np
+
+
 # --- parameter record: one float64 array of length N_PARAM per interacting pair type ---
 P_CN = 0      # Hertz coefficient: N = P_CN * delta**1.5  (= 4/3 E* sqrt(R*))
 P_RSTAR = 1   # effective radius R* = R1 R2 / (R1 + R2)
@@ -45,3 +48,22 @@ KIND_SEPARATED = 0
 KIND_ELASTIC = 1
 KIND_PARTIAL_SLIP = 2
 KIND_GROSS_SLIDING = 3
+
+
+def fresh_rows(capacity):
+    """(fs, ist, cq) of `capacity` rows, each a fresh contact: no state, no history (head -1), the
+    identity frame. Allocated zeroed, so rows never written stay out of the resident memory."""
+    fs = np.zeros((capacity, N_FSTATE))
+    ist = np.zeros((capacity, N_ISTATE), dtype=np.int64)
+    ist[:, I_HEAD] = -1
+    cq = np.zeros((capacity, 4))
+    cq[:, 0] = 1.0
+    return fs, ist, cq
+
+
+def clear_rows(fs, ist, cq, start, stop):
+    """Rows start .. stop - 1 of (fs, ist, cq) made fresh contacts, as fresh_rows makes them."""
+    fs[start:stop] = 0.0
+    ist[start:stop] = 0
+    ist[start:stop, I_HEAD] = -1
+    cq[start:stop] = (1.0, 0.0, 0.0, 0.0)

@@ -1004,11 +1004,7 @@ class Simulation(DeformableGrains, MixedBodies):
         cap = min(max(1024, 8 * n), PAIR_INDEX_MAX)
         self._alloc_pairs(cap)
         self.pstart = np.zeros(n + 1, dtype=np.int64)
-        self.wfs = np.zeros((n * nw, S.N_FSTATE))
-        self.wist = np.zeros((n * nw, S.N_ISTATE), dtype=np.int64)
-        self.wist[:, S.I_HEAD] = -1
-        self.wcq = np.zeros((n * nw, 4))
-        self.wcq[:, 0] = 1.0
+        self.wfs, self.wist, self.wcq = S.fresh_rows(n * nw)
         self.wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
         self.wk = np.zeros((n * nw, N_PK))
         self.wm = np.zeros(n * nw, dtype=np.int64)
@@ -1760,11 +1756,7 @@ def _wall_rows_from_dense_arrays(wfs, wist, wcq, wcand, nwc, acc):
     wall), row i * n_walls + w: move the candidates' rows (keys wcand[:nwc]) to the front, in the same order, and hand the
     dissipation left in the other rows (contacts that had opened) to ACC_DISS_RELEASED."""
     keys = wcand[:nwc]
-    fs = np.zeros_like(wfs)
-    ist = np.zeros_like(wist)
-    ist[:, S.I_HEAD] = -1
-    cq = np.zeros_like(wcq)
-    cq[:, 0] = 1.0
+    fs, ist, cq = S.fresh_rows(wfs.shape[0])
     fs[:nwc] = wfs[keys]
     ist[:nwc] = wist[keys]
     cq[:nwc] = wcq[keys]

@@ -128,22 +128,9 @@ def split_wall_rows(ints, floats, pts, slips):
             take_rows(ints, floats, pts, slips, np.flatnonzero(wall)))
 
 
-def new_row_state(capacity):
-    """(fs, ist, cq) of `capacity` cleared rows: no state, no history, the identity frame."""
-    ist = np.zeros((capacity, S.N_ISTATE), dtype=np.int64)
-    ist[:, S.I_HEAD] = -1
-    cq = np.zeros((capacity, 4))
-    cq[:, 0] = 1.0
-    return np.zeros((capacity, S.N_FSTATE)), ist, cq
-
-
 def _fill_rows(ints, floats, heads, fs, ist, cq, clear_to):
     m = ints.shape[0]
-    fs[m:clear_to] = 0.0
-    ist[m:clear_to] = 0
-    ist[m:clear_to, S.I_HEAD] = -1
-    cq[m:clear_to] = 0.0
-    cq[m:clear_to, 0] = 1.0
+    S.clear_rows(fs, ist, cq, m, clear_to)
     fs[:m] = floats[:, :S.N_FSTATE]
     cq[:m] = floats[:, S.N_FSTATE:]
     ist[:m] = ints[:, 2:]
@@ -178,8 +165,8 @@ def store_for(pairs, walls):
 def unpack_rows(pairs, walls, capacity, wall_capacity):
     """((pfs, pist, pcq), (wfs, wist, wcq), store): unpack_rows_into fresh arrays of `capacity` pair
     rows and `wall_capacity` wall rows and a fresh store."""
-    pair_state = new_row_state(capacity)
-    wall_state = new_row_state(wall_capacity)
+    pair_state = S.fresh_rows(capacity)
+    wall_state = S.fresh_rows(wall_capacity)
     store = store_for(pairs, walls)
     unpack_rows_into(pairs, walls, pair_state, wall_state, store, 0, 0)
     return pair_state, wall_state, store

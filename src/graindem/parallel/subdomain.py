@@ -59,7 +59,7 @@ from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UN
                            run_steps, wall_travel)
 from ..engine.neighbours import refresh_constants
 from .bisection import Bisection
-from .row_transfer import (ROW_FLOATS, ROW_INTS, history_slices, join_rows, new_row_state, pack_rows, pack_wall_rows,
+from .row_transfer import (ROW_FLOATS, ROW_INTS, history_slices, join_rows, pack_rows, pack_wall_rows,
                            split_wall_rows, store_for, take_rows, unpack_rows, unpack_rows_into, wall_of)
 from .world import HaloUpdate, allgatherv, alltoallv, alltoallv_rows
 
@@ -317,7 +317,7 @@ class Subdomain:
         """Fresh, cleared wall-row arrays of the local Simulation for `capacity` rows (at least the
         local spheres times the walls, every key the build may list)."""
         L = self.local
-        L.wfs, L.wist, L.wcq = new_row_state(capacity)
+        L.wfs, L.wist, L.wcq = S.fresh_rows(capacity)
         L.wcand = np.zeros(max(capacity, 1), dtype=np.int64)
         L.wk = np.zeros((capacity, L.wk.shape[1]))
         L.wm = np.zeros(capacity, dtype=np.int64)
@@ -388,10 +388,7 @@ class Subdomain:
         for name in ("wfs", "wist", "wcq", "wk", "wm", "wrs"):
             a = getattr(L, name)
             a[:mw] = a[keep]
-        L.wfs[mw:nc] = 0.0
-        L.wist[mw:nc] = 0
-        L.wist[mw:nc, S.I_HEAD] = -1
-        L.wcq[mw:nc] = (1.0, 0.0, 0.0, 0.0)
+        S.clear_rows(L.wfs, L.wist, L.wcq, mw, nc)
         L.ictl[ICTL_NWCAND] = mw
 
     def _prepare_steps(self):
