@@ -1004,11 +1004,7 @@ class Simulation(DeformableGrains, MixedBodies):
         cap = min(max(1024, 8 * n), PAIR_INDEX_MAX)
         self._alloc_pairs(cap)
         self.pstart = np.zeros(n + 1, dtype=np.int64)
-        self.wfs, self.wist, self.wcq = S.fresh_rows(n * nw)
-        self.wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
-        self.wk = np.zeros((n * nw, N_PK))
-        self.wm = np.zeros(n * nw, dtype=np.int64)
-        self.wrs = np.zeros((n * nw, RL.N_ROLL_STATE if self.rolling_on else 0))
+        self._alloc_wall_rows(n * nw)
         self.rrel = np.zeros(1)
         self.pos_build = self.pos.copy()
         self._update_mtab()
@@ -1051,6 +1047,15 @@ class Simulation(DeformableGrains, MixedBodies):
             setattr(self, name, a)
             if name not in ("pk", "pm", "prs"):
                 setattr(self, "q" + name[1:], np.zeros_like(a))
+
+    def _alloc_wall_rows(self, capacity):
+        """Fresh wall-row arrays for `capacity` rows (at least the spheres times the walls: every key
+        the build may list), with the pair rows' rolling-state width."""
+        self.wfs, self.wist, self.wcq = S.fresh_rows(capacity)
+        self.wcand = np.zeros(max(capacity, 1), dtype=np.int64)
+        self.wk = np.zeros((capacity, N_PK))
+        self.wm = np.zeros(capacity, dtype=np.int64)
+        self.wrs = np.zeros((capacity, self.prs.shape[1]))
 
     def _rebuild(self):
         while True:

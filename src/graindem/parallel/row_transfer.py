@@ -157,9 +157,9 @@ def unpack_rows_into(pairs, walls, pair_state, wall_state, store, clear_to, wall
     store.meta[M_PEAK] = total
 
 
-def store_for(pairs, walls):
-    """A fresh history store large enough for unpack_rows_into of these packed rows."""
-    return HistoryStore(max(1024, 2 * (pairs[2].shape[0] + walls[2].shape[0])))
+def store_capacity(pairs, walls):
+    """The history-store capacity unpack_rows_into needs for these packed rows."""
+    return max(1024, 2 * (pairs[2].shape[0] + walls[2].shape[0]))
 
 
 def unpack_rows(pairs, walls, capacity, wall_capacity):
@@ -167,6 +167,6 @@ def unpack_rows(pairs, walls, capacity, wall_capacity):
     rows and `wall_capacity` wall rows and a fresh store."""
     pair_state = S.fresh_rows(capacity)
     wall_state = S.fresh_rows(wall_capacity)
-    store = store_for(pairs, walls)
+    store = HistoryStore(store_capacity(pairs, walls))
     unpack_rows_into(pairs, walls, pair_state, wall_state, store, 0, 0)
     return pair_state, wall_state, store

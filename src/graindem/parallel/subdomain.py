@@ -48,6 +48,7 @@ import numpy as np
 
 from ..contact import rolling as RL
 from ..contact import state as S
+from ..contact.store import HistoryStore
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
                          cell_heights, flip_tilts, fractional_coordinates, shear_since_build)
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ACC_WALL, CTL_RATE, CTL_RMAX, CTL_SHEAR,
@@ -60,7 +61,7 @@ from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UN
 from ..engine.neighbours import refresh_constants
 from .bisection import Bisection
 from .row_transfer import (ROW_FLOATS, ROW_INTS, history_slices, join_rows, pack_rows, pack_wall_rows,
-                           split_wall_rows, store_for, take_rows, unpack_rows, unpack_rows_into, wall_of)
+                           split_wall_rows, store_capacity, take_rows, unpack_rows, unpack_rows_into, wall_of)
 from .world import HaloUpdate, allgatherv, alltoallv, alltoallv_rows
 
 BODY_FLOATS = 19   # pos 3, vel 3, omega 3, quat 4, radius, mass, inertia, pos_build 3
@@ -284,11 +285,12 @@ class Subdomain:
             # what they drop): only the listed ones need clearing, unless the arrays are new
             wall_top = int(L.ictl[ICTL_NWCAND])
             if L.wfs.shape[0] < n * nw:
-                self._alloc_wall_rows(n * nw + (n * nw) // 4)
+                L._alloc_wall_rows(n * nw + (n * nw) // 4)
                 wall_top = 0
             store = L.store
-            if store.capacity < max(1024, 2 * (pts.shape[0] + wall_rows[2].shape[0])):
-                L.store = store = store_for((ints, floats, pts, slips), wall_rows)
+            needed = store_capacity((ints, floats, pts, slips), wall_rows)
+            if store.capacity < needed:
+                L.store = store = HistoryStore(needed)
             unpack_rows_into((ints, floats, pts, slips), wall_rows, (L.pfs, L.pist, L.pcq), (L.wfs, L.wist, L.wcq),
                              store, top, wall_top)
             L.pi[:m] = li
@@ -312,16 +314,6 @@ class Subdomain:
         self.gid = gid
         self.owner = np.ascontiguousarray(bi[:, 2])
         self._prepare_steps()
-
-    def _alloc_wall_rows(self, capacity):
-        """Fresh, cleared wall-row arrays of the local Simulation for `capacity` rows (at least the
-        local spheres times the walls, every key the build may list)."""
-        L = self.local
-        L.wfs, L.wist, L.wcq = S.fresh_rows(capacity)
-        L.wcand = np.zeros(max(capacity, 1), dtype=np.int64)
-        L.wk = np.zeros((capacity, L.wk.shape[1]))
-        L.wm = np.zeros(capacity, dtype=np.int64)
-        L.wrs = np.zeros((capacity, L.wrs.shape[1]))
 
     def _new_local(self, src, bf, bi, pmat, pairs, li, lj, wall_rows, wall_keys, cap):
         """A local Simulation of bodies (bf, bi) in global-id order, their listed pair rows and their
