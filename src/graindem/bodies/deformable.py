@@ -51,7 +51,7 @@ from .._jit import njit
 from ..contact import deformable_contact as dc
 from ..boundaries.servo import servo
 from ..contact.levelset_contact import add_stress, coulomb_node_spring
-from ..core.cell import (CELL_L, CELL_TILT, advance_cell, deformation_since_build, flow_displacement, flow_velocity,
+from ..core.cell import (CELL_L, CELL_TILT, advance_cell, list_is_stale, flow_displacement, flow_velocity,
                          is_sheared)
 from ..core.layout import ACC_STRESS
 from ..core.rotations import free_rotor, quat_to_matrix, turn_by_world_spin
@@ -525,7 +525,6 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
     """Advance up to n_steps steps (obstacle velocity factor factors[it] in step it); returns the
     number done (fewer when `pairs` must grow: the caller grows it and calls again)."""
     n_grains = pos.shape[0]
-    half_skin = 0.5 * dctl[DC_SKIN]
     for it in range(n_steps):
         step = gctl[GC_STEP]
         node_kinematics(t_nodes, t_node_off, t_nmodes, t_nodemodes, t_nodemode_off, tmpl, pos, vel, omega, rot, eps,
@@ -534,11 +533,9 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
         drift2 = affine_drift2(pos, pos_build, cell)
         for g in range(n_grains):
             worst = max(worst, node_r[g] - r_build[g])
-        # the cell's stretch and tilt since the build move a neighbour's image by up to that
-        # deformation times the cutoff (the rule of the rigid kind, bodies.levelset.start_step)
-        stretch, flip = deformation_since_build(cell)
-        reach = math.sqrt(drift2) + max(worst, 0.0) + 0.5 * stretch * neighbour_cutoff(radius, dctl[DC_SKIN])
-        if flip or reach > half_skin:
+        # a deformed grain's growth since the build counts as a move of its centre
+        if list_is_stale(cell, math.sqrt(drift2) + max(worst, 0.0), neighbour_cutoff(radius, dctl[DC_SKIN]),
+                         dctl[DC_SKIN]):
             for g in range(n_grains):
                 radius[g] = node_r[g] + 2.0 * t_h[tmpl[g]]
             if not rebuild(pos, radius, cell, periodic, dctl[DC_SKIN], pairs, pos_build, gctl):

@@ -47,7 +47,7 @@ from ..boundaries.servo import servo
 from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, CELL_TILT_BUILD, advance_cell,
-                         deformation_since_build, flow_displacement, grid_bin_of, is_sheared, min_image,
+                         list_is_stale, flow_displacement, grid_bin_of, is_sheared, min_image,
                          min_image_tilted, shear_since_build, wrap_and_grid, wrap_and_grid_tilted)
 from ..core.layout import ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
 from ..core.rotations import free_rotor, quat_matrix, quat_to_matrix, turn_by_world_spin
@@ -514,8 +514,7 @@ def start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass
         gctl[GC_BAD_I] = -1
         return False, False
     update_rotations(quat, rot, angmom, inertia, omega, motion)
-    stretch, flip = deformation_since_build(cell)
-    return True, flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, cell)) + stretch * cutoff > skin
+    return True, list_is_stale(cell, math.sqrt(affine_drift2(pos, pos_build, cell)), cutoff, skin)
 
 
 @njit

@@ -54,7 +54,7 @@ import numpy as np
 
 from .._jit import njit
 from ..contact import levelset_contact as lc
-from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, deformation_since_build, is_sheared,
+from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, list_is_stale, is_sheared,
                          min_image, min_image_tilted)
 from ..core.grid import trilinear
 from .levelset import (GC_BAD_I, GC_NCP, GC_NPAIRS, GC_STATUS, MOTION_DYNAMIC, STATUS_DIVERGED, affine_drift2,
@@ -110,8 +110,7 @@ def list_stale(pos, pos_build, cell, record, cutoff, skin):
     centre relative to the cell's affine flow, plus the cell's stretch and tilt since the build
     times the cutoff, exceeds the skin, or a tilt must flip."""
     view = cell_since(cell, record)
-    stretch, flip = deformation_since_build(view)
-    return flip or 2.0 * math.sqrt(affine_drift2(pos, pos_build, view)) + stretch * cutoff > skin
+    return list_is_stale(view, math.sqrt(affine_drift2(pos, pos_build, view)), cutoff, skin)
 
 
 @njit

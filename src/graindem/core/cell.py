@@ -170,8 +170,7 @@ def flow_velocity(cell, ex, ey, ez):
 def deformation_since_build(cell):
     """(bound, flip): a bound on |F - I| of the cell's affine map F since the last neighbour rebuild
     (max |F_kk - 1| plus the Frobenius norm of F's off-diagonal part), and whether a tilt passed
-    half a cell length (the rebuild must then flip it). The rule of the sphere loop's rebuild test
-    (engine.loop.rebuild_due) and of the level-set grains'."""
+    half a cell length (the rebuild must then flip it). list_is_stale's measure of the cell."""
     stretch = 0.0
     for k in range(3):
         s = abs(cell[CELL_L + k] / cell[CELL_LBUILD + k] - 1.0)
@@ -183,6 +182,16 @@ def deformation_since_build(cell):
         stretch += math.sqrt(f01 * f01 + f02 * f02 + f12 * f12)
         flip = tilt_out_of_range(cell)
     return stretch, flip
+
+
+@njit(_nrt=False, inline="always")
+def list_is_stale(cell, drift, cutoff, skin):
+    """The Verlet rule in a deforming cell: a list built with `skin` (pairs within `cutoff`) is stale
+    when twice the largest move `drift` of a centre relative to the cell's affine flow, plus the
+    cell's stretch and tilt since the build times the cutoff, exceeds the skin, or a tilt must flip.
+    Every kind's rebuild test (engine.loop.rebuild_due, the level-set, mixed and deformable loops)."""
+    stretch, flip = deformation_since_build(cell)
+    return flip or 2.0 * drift + stretch * cutoff > skin
 
 
 @njit

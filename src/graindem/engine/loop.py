@@ -17,7 +17,7 @@ from .._jit import njit
 from ..boundaries.servo import servo, stress_components_read
 from ..boundaries.walls import wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
-from ..core.cell import deformation_since_build
+from ..core.cell import list_is_stale
 from ..core.exact_sum import N_LIMBS
 from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
                            ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
@@ -169,5 +169,4 @@ def rebuild_due(cell, ctl, maxd2, wmove):
     if skin == math.inf:
         return False
     cutoff = 2.0 * ctl[CTL_RMAX] + skin
-    stretch, flip = deformation_since_build(cell)
-    return flip or 2.0 * math.sqrt(maxd2) + stretch * cutoff > skin or math.sqrt(maxd2) + wmove > skin
+    return list_is_stale(cell, math.sqrt(maxd2), cutoff, skin) or math.sqrt(maxd2) + wmove > skin
