@@ -30,11 +30,13 @@ demo: $(VENV)/.installed-runtime
 	$(BIN)/graindem demo --out $(DEMO_OUT)
 
 # the suite on TEST_WORKERS pytest-xdist processes, one test file per worker at a time (module fixtures are
-# built once); most of a first run is numba compiling kernels, which the workers share through the cache
+# built once); most of a first run is numba compiling kernels, which the workers share through the cache,
+# so the files are handed out in the order tests/conftest.py gives them (LEAD_FILES: the workers start on
+# different kernels), not re-sorted by pytest-xdist
 TEST_WORKERS ?= 2
 test: $(VENV)/.installed
 	@echo "graindem tests: most of the first run is numba compiling the kernels (see README.md)"
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 docs: $(VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir $(SITE_OUT)

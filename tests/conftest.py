@@ -17,6 +17,19 @@ from fresh_cache_runs import RESULT_FILE_ENV, FreshAndCachedRuns
 
 FRESH_TEST_FILE = "test_numba_cache_determinism"
 
+# The order in which pytest-xdist hands out the test files (`make test`: --dist loadfile
+# --no-loadscope-reorder; each worker takes the next file when its own are nearly done). Most of a
+# first run is numba compiling kernels, which the workers share through numba's cache, so two workers
+# that compile the same kernel at once do the same minutes twice. Nearly every sphere test needs the
+# contact laws' kernels (contact.laws: the Jäger law with its energy integrators, minutes to compile),
+# so one worker starts with them (test_jaeger.py) while the other starts with the deformable grains'
+# and the finite elements' kernels, which need none of them, and then the rigid level-set kernels.
+# The files not named here follow, those with more tests first (pytest-xdist's own order).
+LEAD_FILES = ("test_jaeger.py", "test_deform_validation.py", "test_deform_engine.py", "test_deform_pullback.py",
+              "test_fem_hertz.py", "test_deform_scenario.py", "test_fem_compaction.py", "test_deform_dynamics.py",
+              "test_deform_levelset.py", "test_deform_modes.py", "test_fem_modes.py", "test_levelset_run.py",
+              "test_mixed_cell_and_hertz.py")
+
 
 def _xdist_role(config):
     if hasattr(config, "workerinput"):
@@ -55,8 +68,19 @@ def pytest_configure(config):
         _start(config, result_file)
 
 
+def _file_order(items):
+    """items sorted by file as LEAD_FILES and then the test count say (stable within a file)."""
+    count = {}
+    for item in items:
+        count[item.path.name] = count.get(item.path.name, 0) + 1
+    lead = {name: k for k, name in enumerate(LEAD_FILES)}
+    return sorted(items, key=lambda item: (lead.get(item.path.name, len(lead)), -count[item.path.name],
+                                           item.path.name))
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected what will not run
 def pytest_collection_modifyitems(config, items):
+    items[:] = _file_order(items)
     if _xdist_role(config) is not None or config.option.collectonly:
         return
     if any(item.name.startswith("test_fresh_compile_and_cached_kernels") for item in items):
