@@ -86,12 +86,12 @@ def test_level_set_column_under_a_servo_lid_is_in_equilibrium_and_balances_energ
                  ((0, 1.02, 0), (0, -1, 0))):
         sim.add_wall(p, n)
     # gain x contact stiffness x dt ~ 0.04, gain x contact damping ~ 0.3 (docs/guide/boundaries.md)
-    lid = sim.add_wall((0, 0, 6.2), (0, 0, -1), force=force, servo_gain=0.002, max_speed=0.5)
+    lid = sim.add_wall((0, 0, 6.3), (0, 0, -1), force=force, servo_gain=0.002, max_speed=0.2)
     q = np.array([0.3, 0.2, 0.5, 0.1]) / np.linalg.norm([0.3, 0.2, 0.5, 0.1])
     sim.add_grains(s, [[0, 0, 1.0], [0, 0, 3.05], [0, 0, 5.1]], orientations=np.array([q, q, q]))
     sim.run(1000)   # the grains settle on the floor and the lid reaches them
     m0 = sim.measure()
-    sim.run(2500)
+    sim.run(5000)
     m = sim.measure()
     f = sim.wall_forces()
     weight = float(sim.grains.mass.sum()) * g0
@@ -103,28 +103,31 @@ def test_level_set_column_under_a_servo_lid_is_in_equilibrium_and_balances_energ
     assert abs(m["energy_balance_error"] - m0["energy_balance_error"]) < 0.01 * work
 
 
-def test_deformable_column_under_a_servo_lid_is_in_equilibrium():
+def test_deformable_grains_under_a_servo_lid_are_in_equilibrium_and_balance_energy():
+    """Three deformable spheres (one compaction mode) side by side between a floor and a servo lid."""
     from graindem.deform.response import LinearResponse
     from graindem.deform.scenes import compaction_sphere
 
     force = 5000.0
     tpl = compaction_sphere(n_nodes=100)
     sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.0, gravity=(0, 0, -1.0))
-    sim.set_box((-40, -40, -40), (40, 40, 80))
+    sim.set_box((-40, -40, -40), (40, 40, 40))
     floor = sim.add_wall((0, 0, -10.0), (0, 0, 1))
-    lid = sim.add_wall((0, 0, 30.5), (0, 0, -1), force=force, servo_gain=DEFORM_GAIN, max_speed=0.5)
-    sim.add_deformable_grains(tpl, [[0, 0, 0.05], [0, 0, 20.1]], modal_mass=[[1e5]], response=LinearResponse([[1e6]]),
-                              modal_damping=[[2e5]], dofs=[True, True, True, False, False, False])
+    lid = sim.add_wall((0, 0, 10.2), (0, 0, -1), force=force, servo_gain=1e-4, max_speed=0.1)
+    sim.add_deformable_grains(tpl, [[-20.5, 0, 0.05], [0, 0, 0.05], [20.5, 0, 0.05]], modal_mass=[[1e5]],
+                              response=LinearResponse([[1e6]]), modal_damping=[[2e5]],
+                              dofs=[True, True, True, False, False, False])
     sim.set_deformable_contact(1e4, damping=600.0)
-    sim.run(DEFORM_STEPS)
+    e0 = sim.deformable_energies()
+    sim.run(2600)
+    e = sim.deformable_energies()
     f = sim.wall_forces()
     weight = float(sim.deformable.mass.sum())
     assert f[lid][2] == pytest.approx(force, rel=0.01)
     assert -f[floor][2] == pytest.approx(force + weight, rel=0.01)
-
-
-DEFORM_GAIN = 2e-5
-DEFORM_STEPS = 3000
+    # the lid's work (-F . v dt with each step's servo velocity) closes the balance
+    assert e["wall_work"] > 0.0
+    assert abs(e["balance"] - e0["balance"]) < 0.01 * e["wall_work"]
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -164,3 +167,26 @@ def test_stress_wall_targets_stress_times_area_and_old_rows_load_as_prescribed()
     old = np.arange(24, dtype=np.float64).reshape(2, 12)   # rows of checkpoints before the servo
     new = wall_rows(old)
     assert new.shape == (2, 19) and np.array_equal(new[:, :12], old) and np.all(new[:, WALL_MODE] == WALL_PRESCRIBED)
+
+
+def test_mixed_run_servo_lid_reads_both_kinds_and_moves_both_copies():
+    """Spheres on a fixed bed of ellipsoids (verification.mixed_scenes.settling_bed) under a servo lid:
+    at rest the lid carries its target, and the bed and the other walls the target plus the
+    spheres' weight; the grains' copy of the walls moves with the spheres' (bit for bit)."""
+    from graindem.particles import LevelSetGrain
+    from graindem.verification.mixed_scenes import settling_bed
+
+    force = 10.0
+    sim = settling_bed(LevelSetGrain.ellipsoid(1.0, 0.7, 0.5, spacing=0.1, n_nodes=400))
+    lid = sim.add_wall((0, 0, 2.3), (0, 0, -1), force=force, servo_gain=MIXED_GAIN, max_speed=0.5)
+    sim.run(MIXED_STEPS)
+    weight = float(sim.mass.sum()) * 9.81
+    f = sim.wall_forces()
+    assert f[lid][2] == pytest.approx(force, rel=0.01)
+    down = float(sim.grains.force[:, 2].sum()) + float(np.delete(f[:, 2], lid).sum())
+    assert -down == pytest.approx(force + weight, rel=0.01)
+    assert np.array_equal(sim.mixed.grain_walls[:, :9], sim.walls[:, :9])   # points, normals, velocities
+
+
+MIXED_GAIN = 0.005
+MIXED_STEPS = 4000
