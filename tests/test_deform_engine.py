@@ -200,6 +200,8 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
         sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
         sim.set_box((-40, -40, -40), (40, 40, 40))
         sim.add_wall((0, 0, -10.4), (0, 0, 1), velocity=(0.0, 0.0, 0.05))
+        # a lid servo-controlled to a force (boundaries.walls), pressing the third grain from the start
+        sim.add_wall((0, 0, 30.9), (0, 0, -1), force=2000.0, servo_gain=1e-4, max_speed=0.1)
         sim.add_cylinder((0, -14.0, 0), (1, 0, 0), 3.0)
         sim.add_deformable_grains(sphere, [[-10.3, 0, 0], [10.3, 0.5, 0]], modal_mass=[[MODAL_MASS]],
                                   response=LinearResponse([[MODAL_K]]), modal_damping=[[50.0]], eps=[0.01],

@@ -23,9 +23,10 @@ wall_speed = 2.0
 """
 
 
-def test_run_and_restart_continue_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("boundary", ["walls", "oedometer"])
+def test_run_and_restart_continue_bit_for_bit(tmp_path, boundary):
     scenario = tmp_path / "small.toml"
-    scenario.write_text(SMALL)
+    scenario.write_text(SMALL + f"boundary = '{boundary}'\n")
     straight, first, second = tmp_path / "straight", tmp_path / "first", tmp_path / "second"
     assert main(["run", str(scenario), "--out", str(straight), "--quiet"]) == 0
     assert main(["run", str(scenario), "--out", str(first), "--steps", "20", "--quiet"]) == 0
@@ -34,6 +35,8 @@ def test_run_and_restart_continue_bit_for_bit(tmp_path):
     summary = json.loads((straight / "summary.json").read_text())
     assert summary["n_particles"] == 8 and summary["kinds"] == {"deformable": 8} and summary["steps"] == 40
     assert summary["steps_per_s"] > 0 and summary["eps_max"] > 0   # the walls reached the grains
+    if boundary == "oedometer":   # the lid's target: stress x the box's face
+        assert summary["lid_target"] == pytest.approx(1.0 * (2 * 2 * 10.0) ** 2) and summary["lid_force"] >= 0
     assert json.loads((second / "summary.json").read_text())["steps"] == 40
     a, _ = load_checkpoint(straight / "checkpoint.h5")
     b, _ = load_checkpoint(second / "checkpoint.h5")
@@ -42,11 +45,18 @@ def test_run_and_restart_continue_bit_for_bit(tmp_path):
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     rows = (straight / "series.csv").read_text().splitlines()
     assert rows[0].startswith("step,time,wall_force") and len(rows) == 5
+    if boundary == "oedometer":   # the lid moves under its servo (boundaries.walls), the other walls stay
+        from graindem.boundaries.walls import WALL_MODE, WALL_SERVO
+        from graindem.scenarios.deformable_compaction import LID
+        walls = a["walls"]
+        assert walls[LID, WALL_MODE] == WALL_SERVO and walls[LID, 8] != 0.0
+        assert np.all(np.delete(walls[:, 6:9], LID, axis=0) == 0.0)
 
 
 @pytest.mark.parametrize("text, match", [("[grains]\nn_side = 1", "grains.n_side"),
                                          ("[grains]\nn_side = 2\n[loading]\nboundary = 'servo'", "grains.n_side"),
                                          ("[loading]\nboundary = 'cell'", "loading.boundary"),
+                                         ("[loading]\nwall_servo_gain = -1.0", "loading.wall_servo_gain"),
                                          ("[grains]\nnodez = 100", "unknown key grains.nodez"),
                                          ("[contact]\npullback = 'cell'", "contact.pullback")])
 def test_bad_scenario_is_refused(tmp_path, capsys, text, match):

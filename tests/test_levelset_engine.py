@@ -80,6 +80,8 @@ def test_restart_continues_bit_for_bit(ellipsoid, tmp_path):
     def fresh():
         sim = pair_sim(ellipsoid, (2.0, 2.5, 2.5), periodic=(True, True, False), mu=0.5,
                        velocities=[(0.2, 0, -0.1), (-0.2, 0.05, -0.1)])
+        # a floor servo-controlled to a force (boundaries.walls): it rises to the grains and presses them
+        sim.add_wall((0, 0, 1.7), (0, 0, 1), force=20.0, servo_gain=0.1, max_speed=2.0)
         return sim
 
     whole = fresh()
@@ -101,3 +103,4 @@ def test_restart_continues_bit_for_bit(ellipsoid, tmp_path):
     for k, v in _run_arrays(loaded).items():
         assert np.array_equal(v, ref[k]), k
     assert loaded.step_count == whole.step_count == 150
+    assert np.array_equal(loaded.walls, whole.walls) and np.any(whole.wall_forces() != 0.0)

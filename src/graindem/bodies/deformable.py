@@ -35,6 +35,8 @@ Step (leapfrog, all inside `run_deformable`):
      force Φᵀ Rᵀ f, and to the Love–Weber stress sum acc[ACC_STRESS];
   4. the periodic cell's strain and shear rates for the step (boundaries.servo: prescribed, or the
      stress servo on the stress just summed; it books the cell's work in acc[ACC_BOUNDARY_WORK]);
+     the servo walls' velocities (boundaries.walls.servo_wall_velocity, on their forces just summed)
+     and the obstacles' work over the step (their force times the velocity of step 7);
   5. window sums for records (obstacle forces and positions, ε, centres);
   6. kick and drift: (M + ½ΔtC) ε̇⁺ = (M − ½ΔtC) ε̇⁻ + Δt (F_ε − F_int(ε)), ε += Δt ε̇⁺; v += Δt F/m,
      x += Δt v + L (x − lo) Δt (velocities are relative to the cell's affine flow L, as for the other
@@ -50,6 +52,7 @@ import numpy as np
 from .._jit import njit
 from ..contact import deformable_contact as dc
 from ..boundaries.servo import servo
+from ..boundaries.walls import WALL_MODE, WALL_SERVO, WALL_VEL, servo_wall_velocity
 from ..contact.levelset_contact import add_stress, coulomb_node_spring
 from ..core.cell import (CELL_L, CELL_TILT, advance_cell, list_is_stale, flow_displacement, flow_velocity,
                          is_sheared)
@@ -284,7 +287,6 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 o_force[o, 1] -= fy
                 o_force[o, 2] -= fz
                 add_stress(acc, -fx, -fy, -fz, xw[s, 0] - pos[g, 0], xw[s, 1] - pos[g, 1], xw[s, 2] - pos[g, 2])
-                energy[E_WALL_WORK] += (fx * wvx + fy * wvy + fz * wvz) * dt
                 _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemodes, gen)
                 n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
     # ---- grain pairs: nodes of the slave in the master's deformed level set
@@ -519,11 +521,13 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
                    t_mat_off, t_mlhs, t_mrhs, t_k, t_c, t_table_resp, t_tab_off, t_tab_eps, t_tab_force, t_tab_slope,
                    t_beta, pos, vel, quat, rot, angmom, omega, mass, inertia, force, torque, eps, epsdot, gen,
                    eps_off, hist_off, shear, partner, last_step, xw, vw, node_r, radius, r_build, pairs, pos_build,
-                   gravity, cell, ctl, ictl, acc, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl,
+                   gravity, cell, ctl, ictl, acc, periodic, walls, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl,
                    dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc_ofor, acc_opos, acc_eps,
                    acc_pos, acc_t, gctl):
     """Advance up to n_steps steps (obstacle velocity factor factors[it] in step it); returns the
-    number done (fewer when `pairs` must grow: the caller grows it and calls again)."""
+    number done (fewer when `pairs` must grow: the caller grows it and calls again). `walls`: the
+    Simulation's wall rows, obstacles 0..len(walls)-1: a servo wall's velocity is set in it and in
+    o_vel each step (boundaries.walls.servo_wall_velocity, on the obstacle's force of the step)."""
     n_grains = pos.shape[0]
     for it in range(n_steps):
         step = gctl[GC_STEP]
@@ -554,6 +558,16 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
             pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc)
         # the cell's strain rates for this step: prescribed, or the servo's on the stress just summed
         servo(cell, ctl, ictl, acc)
+        # the servo walls' velocities for this step, on their forces just summed
+        for o in range(walls.shape[0]):
+            if walls[o, WALL_MODE] == WALL_SERVO:
+                servo_wall_velocity(walls, o, o_force[o, 0], o_force[o, 1], o_force[o, 2])
+                for d in range(3):
+                    o_vel[o, d] = walls[o, WALL_VEL + d]
+        # the obstacles' work over the step: the grains' force on them at its start, the velocity of its move
+        for o in range(o_type.shape[0]):
+            energy[E_WALL_WORK] -= dt * factor * (o_force[o, 0] * o_vel[o, 0] + o_force[o, 1] * o_vel[o, 1]
+                                                  + o_force[o, 2] * o_vel[o, 2])
         # window sums of the state the forces were evaluated at (records are window means)
         for o in range(o_type.shape[0]):
             for d in range(3):
@@ -723,8 +737,9 @@ class DeformableBodies:
     def n(self):
         return len(self.pos)
 
-    def run(self, steps, dt, factors, gravity, cell, ctl, ictl, acc, periodic):
-        """Advance `steps` steps; factors[i]: the obstacles' velocity factor of step i."""
+    def run(self, steps, dt, factors, gravity, cell, ctl, ictl, acc, periodic, walls):
+        """Advance `steps` steps; factors[i]: the obstacles' velocity factor of step i; `walls` the
+        Simulation's wall rows (run_deformable)."""
         mlhs, mrhs = self.modal_factors(dt)
         done = 0
         while done < steps:
@@ -736,7 +751,7 @@ class DeformableBodies:
                 self.t_tab_slope, self.t_beta, self.pos, self.vel, self.quat, self.rot, self.angmom, self.omega,
                 self.mass, self.inertia, self.force, self.torque, self.eps, self.epsdot, self.gen, self.eps_off,
                 self.hist_off, self.shear, self.partner, self.last_step, self.xw, self.vw, self.node_r, self.radius,
-                self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, self.o_type,
+                self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, walls, self.o_type,
                 self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
                 self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.energy, self.acc_ofor,
                 self.acc_opos, self.acc_eps, self.acc_pos, self.acc_t, self.gctl)

@@ -17,7 +17,8 @@ Arrays (G grains):
 
 Step (velocity Verlet, all inside run_grains):
   1. the periodic cell's servo (boundaries.servo: strain rates from the stress of the last forces,
-     or prescribed; shear rates); walls move by their velocities;
+     or prescribed; shear rates); walls move by their velocities (a servo wall's set from its force
+     of the last forces, boundaries.walls.servo_wall_velocity);
   2. half kick: v += F/m dt/2, L += tau dt/2 (L in world axes); drift: x += v dt plus the cell's
      affine flow L (x - lo) dt (v is the velocity relative to that flow, as for spheres); the
      orientation by core.rotations.free_rotor (exact rotations about the body's principal axes, so
@@ -44,6 +45,7 @@ import numpy as np
 
 from .._jit import njit
 from ..boundaries.servo import servo
+from ..boundaries.walls import servo_walls
 from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, CELL_TILT_BUILD, advance_cell,
@@ -502,11 +504,12 @@ def neighbour_cutoff(radius, skin):
 def start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
                gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl):
     """The first half of a step, whatever the contact law: the cell's servo (on the stress of the
-    last forces), the walls' move, half kick and drift with the cell's flow, the rotations. Returns
+    last forces), the walls' servo (on their forces of the last forces) and move, half kick and drift with the cell's flow, the rotations. Returns
     (ok, stale): not ok if a grain's state is not finite (gctl names the status); stale when the
     skin no longer covers what moved since the last rebuild (centres relative to the affine flow,
     the cell's stretch and tilt)."""
     servo(cell, ctl, ictl, acc)
+    servo_walls(walls, walls.shape[0], acc, acc[:0])
     move_walls(walls, acc, dt)
     if not drift_grains(dt, alpha, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
                         gravity, cell, energy):

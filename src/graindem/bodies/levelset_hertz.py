@@ -787,7 +787,7 @@ class HertzRows:
     # ------------------------------------------------------------------ running
     def groups(self, bodies, contact, gravity, cell, ctl, ictl, periodic, walls, acc):
         """The kernels' argument groups: (templates, grains, environment, law parameters, rows,
-        neighbours, outputs). `walls` is the Simulation's (W, 12) wall array itself: the walls move
+        neighbours, outputs). `walls` is the Simulation's (W, N_WALL) wall array itself: the walls move
         inside a run."""
         b = bodies
         st = self.store

@@ -15,7 +15,7 @@ unchanged; grains: bodies.levelset), and this module adds what joins them:
 - **The cell**, periodic or walled, fixed or deforming under the stress servo and shear, is one
   for both kinds: the sphere step's servo drives it on the whole assembly's Love-Weber sum (the
   spheres' own, plus the grains' and the grain-sphere contacts' at the same positions, passed to
-  engine.loop.run_steps as its more_stress), books its work, and moves it once per step; both
+  engine.loop.run_steps as its `more`), books its work, and moves it once per step; both
   kinds drift with its affine flow. The sphere list keeps its build record in the cell
   (CELL_LBUILD, CELL_TILT_BUILD); the grains' list and the grain-sphere list each keep their own
   (a record of REC_N floats: the lengths and tilts at their last build) and rebuild by the rule of
@@ -53,6 +53,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..boundaries.walls import wall_rows
 from ..contact import levelset_contact as lc
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, list_is_stale, is_sheared,
                          min_image, min_image_tilted)
@@ -368,4 +369,5 @@ class SphereGrainCoupling:
                 setattr(self, name, np.concatenate([cell[CELL_L:CELL_L + 3], cell[CELL_TILT:CELL_TILT + 3]]))
             else:
                 setattr(self, name, np.ascontiguousarray(np.array(arrays["mixed_" + name])))
+        self.grain_walls = wall_rows(self.grain_walls)
         return self

@@ -1,6 +1,8 @@
-"""Plane walls: the wall pass over the candidate (sphere, wall) rows.
+"""Plane walls: their rows, the servo that drives a wall by a force, and the wall pass over the
+candidate (sphere, wall) rows.
 
-A wall is a plane through a point with an inward unit normal, moving with a prescribed velocity.
+A wall is a plane through a point with an inward unit normal, moving with a prescribed velocity,
+or along its normal under a servo on the force the grains exert on it (servo_wall_velocity).
 Its contacts use the same laws, parameter records and history store as sphere pairs (the wall is a
 body of infinite radius and mass). The force on each wall (which the wall's work reads) and the
 contacts' share of the stress sum are summed exactly (core.exact_sum), as the pair pass sums its
@@ -9,6 +11,8 @@ their own spheres adds the ranks' accumulators and gets the serial sums bit for 
 """
 
 import math
+
+import numpy as np
 
 from .._jit import njit
 from ..contact import state as S
@@ -19,7 +23,154 @@ from ..contact.rows import (load_prm, step_jaeger_outlined, step_linear, step_md
 from ..core.exact_sum import exact_add, exact_value
 from ..core.layout import (ACC_STRESS, ACC_VISC_WORK, ACC_WALL, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW,
                            ICTL_NWALLS, ICTL_NWCAND, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
+from ..core.checks import positive_finite, vec3
 from ..core.rotations import quat_rotate
+
+# a wall row (the columns of the float64 (n_walls, N_WALL) array every body kind's loop reads)
+WALL_POINT = 0        # 3: a point of the plane now
+WALL_NORMAL = 3       # 3: the inward unit normal m
+WALL_VEL = 6          # 3: the velocity of the step in hand (set by the servo on a servo wall)
+WALL_BUILD = 9        # 3: the point at the last neighbour rebuild
+WALL_MODE = 12        # WALL_PRESCRIBED or WALL_SERVO
+WALL_TARGET = 13      # servo: the target normal force P* (N) the grains press the wall with
+WALL_GAIN = 14        # servo: speed per unit force error, m/(N s)
+WALL_MAX_SPEED = 15   # servo: the largest normal speed (m/s)
+WALL_TANGENT_VEL = 16  # 3, servo: the prescribed tangential velocity
+N_WALL = 19
+# the rows of checkpoints written before the servo columns: point, normal, velocity, build point
+N_WALL_PRESCRIBED = 12
+
+WALL_PRESCRIBED = 0
+WALL_SERVO = 1
+
+
+def wall_row(point, normal, velocity=(0.0, 0.0, 0.0)):
+    """A wall moving at a prescribed `velocity` (checked)."""
+    p = vec3("point", point)
+    n = vec3("normal", normal)
+    ln = np.linalg.norm(n)
+    if ln == 0.0:
+        raise ValueError("normal must be a nonzero vector")
+    row = np.zeros(N_WALL)
+    row[WALL_POINT:WALL_POINT + 3] = p
+    row[WALL_NORMAL:WALL_NORMAL + 3] = n / ln
+    row[WALL_VEL:WALL_VEL + 3] = vec3("velocity", velocity)
+    row[WALL_BUILD:WALL_BUILD + 3] = p
+    return row
+
+
+def servo_columns(row, force=None, stress=None, area=None, servo_gain=None, max_speed=None):
+    """Put `row` (a wall row) under the servo: checked parameters into its servo columns, its velocity's
+    normal part cleared (the servo sets it). `force` (N, >= 0): the target normal force the grains
+    press the wall with; or `stress` (Pa, >= 0) on `area` (m^2, > 0): the target force stress x area.
+    `servo_gain` (m/(N s), > 0), `max_speed` (m/s, > 0). With neither force nor stress the row
+    moves at its prescribed velocity (WALL_PRESCRIBED)."""
+    if force is None and stress is None:
+        for name, value in (("area", area), ("servo_gain", servo_gain), ("max_speed", max_speed)):
+            if value is not None:
+                raise ValueError(f"{name} applies to a force- or stress-controlled wall: give force or stress too")
+        row[WALL_MODE] = WALL_PRESCRIBED
+        return row
+    if force is not None and stress is not None:
+        raise ValueError("give force or stress (with area) for a servo wall, not both")
+    if force is not None:
+        if area is not None:
+            raise ValueError("area applies to a stress-controlled wall (stress = force / area): give stress, not force")
+        target = positive_finite("force (target normal force, N)", force, allow_zero=True)
+    else:
+        if area is None:
+            raise ValueError("a stress-controlled wall needs area (m^2, > 0): the target force is stress x area")
+        target = (positive_finite("stress (target normal stress, Pa)", stress, allow_zero=True)
+                  * positive_finite("area (m^2)", area))
+        if not math.isfinite(target):
+            raise ValueError(f"stress x area must be finite, got {stress!r} x {area!r}")
+    if servo_gain is None:
+        raise ValueError("a servo wall needs servo_gain (m/(N s), > 0): its normal speed per newton of force error; "
+                         "a fraction (0.05 to 0.5) of 1 / (k_contact dt), k_contact the normal stiffness of the "
+                         "contacts the wall carries")
+    if max_speed is None:
+        raise ValueError("a servo wall needs max_speed (m/s, > 0): the largest normal speed the servo may set")
+    gain = positive_finite("servo_gain (m/(N s))", servo_gain)
+    vmax = positive_finite("max_speed (m/s)", max_speed)
+    m = row[WALL_NORMAL:WALL_NORMAL + 3]
+    v = row[WALL_VEL:WALL_VEL + 3]
+    vn = float(v @ m)
+    if abs(vn) > 1e-12 * max(float(np.linalg.norm(v)), 1e-300):
+        raise ValueError(f"velocity of a servo wall must lie in its plane (the servo sets the normal speed); its "
+                         f"normal component is {vn!r} m/s")
+    row[WALL_MODE] = WALL_SERVO
+    row[WALL_TARGET] = target
+    row[WALL_GAIN] = gain
+    row[WALL_MAX_SPEED] = vmax
+    row[WALL_TANGENT_VEL:WALL_TANGENT_VEL + 3] = v - vn * m
+    row[WALL_VEL:WALL_VEL + 3] = v - vn * m
+    return row
+
+
+def wall_rows(walls):
+    """`walls` as a C-contiguous float64 (n_walls, N_WALL) array: rows of older checkpoints (12
+    columns: point, normal, velocity, build point) padded as walls at a prescribed velocity."""
+    a = np.asarray(walls, dtype=np.float64)
+    a = a.reshape(-1, a.shape[-1] if a.ndim == 2 else N_WALL)
+    if a.shape[1] == N_WALL_PRESCRIBED:
+        a = np.concatenate([a, np.zeros((a.shape[0], N_WALL - N_WALL_PRESCRIBED))], axis=1)
+    if a.shape[1] != N_WALL:
+        raise ValueError(f"wall rows must have {N_WALL} (or {N_WALL_PRESCRIBED}) columns, got {a.shape[1]}")
+    return np.ascontiguousarray(a)
+
+
+@njit(_nrt=False)
+def servo_wall_velocity(walls, w, fx, fy, fz):
+    """The velocity of servo wall w for the coming step, from (fx, fy, fz) the grains' total force on
+    it at the step's forces (the one place of the servo law).
+
+    P = -(f . m) is the normal force the grains press the wall with (m the inward normal), P* the
+    target: the wall moves along m (towards the grains) at gain (P* - P), limited to max_speed, plus
+    its prescribed tangential velocity. A proportional servo (PFC's wall servo, YADE's
+    TriaxialStressController) on a massless wall: it stops only where P = P*, so at rest the
+    grains press it with the target force exactly; the gain sets how fast the error decays,
+    1 - gain k dt per step over contacts of total normal stiffness k (stable for gain k dt < 1)."""
+    mx = walls[w, WALL_NORMAL]
+    my = walls[w, WALL_NORMAL + 1]
+    mz = walls[w, WALL_NORMAL + 2]
+    press = -(fx * mx + fy * my + fz * mz)
+    speed = walls[w, WALL_GAIN] * (walls[w, WALL_TARGET] - press)
+    vmax = walls[w, WALL_MAX_SPEED]
+    if speed > vmax:
+        speed = vmax
+    elif speed < -vmax:
+        speed = -vmax
+    walls[w, WALL_VEL] = walls[w, WALL_TANGENT_VEL] + speed * mx
+    walls[w, WALL_VEL + 1] = walls[w, WALL_TANGENT_VEL + 1] + speed * my
+    walls[w, WALL_VEL + 2] = walls[w, WALL_TANGENT_VEL + 2] + speed * mz
+
+
+@njit(_nrt=False)
+def servo_walls(walls, nw, acc, more):
+    """servo_wall_velocity for every servo wall, on its force in acc[ACC_WALL + 3 w:+3] plus, when
+    `more` is not empty, the force in more[ACC_WALL + 3 w:+3] (an accumulator record of the same
+    layout holding the contacts of another body kind)."""
+    for w in range(nw):
+        if walls[w, WALL_MODE] != WALL_SERVO:
+            continue
+        fx = acc[ACC_WALL + 3 * w]
+        fy = acc[ACC_WALL + 3 * w + 1]
+        fz = acc[ACC_WALL + 3 * w + 2]
+        if more.shape[0] > 0:
+            fx += more[ACC_WALL + 3 * w]
+            fy += more[ACC_WALL + 3 * w + 1]
+            fz += more[ACC_WALL + 3 * w + 2]
+        servo_wall_velocity(walls, w, fx, fy, fz)
+
+
+@njit(_nrt=False)
+def follow_servo_walls(copy, walls, nw):
+    """The velocities the servo set in `walls` into the servo walls of `copy` (another body kind's
+    copy of the walls, which it moves itself)."""
+    for w in range(nw):
+        if walls[w, WALL_MODE] == WALL_SERVO:
+            for d in range(3):
+                copy[w, WALL_VEL + d] = walls[w, WALL_VEL + d]
 
 
 @njit(_nrt=False, inline="always")

@@ -3,7 +3,7 @@ prescribed obstacle travel, set-up, the run, the critical time step, state and c
 
 `Simulation` inherits these methods (`DeformableGrains`); the kernels and arrays are in
 `bodies.deformable`. Obstacles of deformable grains are the Simulation's planar walls (add_wall; they
-move at their velocity) followed by its cylinders (add_cylinder), in that order (`obstacle_row`).
+move at their velocity, or under the wall servo) followed by its cylinders (add_cylinder), in that order (`obstacle_row`).
 """
 
 import math
@@ -17,6 +17,7 @@ from ..core.layout import (ACC_WALL, CTL_DT, CTL_G, CTL_SKIN, ICTL_NWALLS, ICTL_
                            N_ICTL)
 from ..contact import state as S
 from ..core.checks import per_body_rows, positive_finite, vec3
+from ..boundaries.walls import N_WALL, WALL_MODE, WALL_SERVO, wall_rows
 
 PULLBACKS = ("point", "corners")
 INVERSE_METHODS = ("newton", "fixed_point")
@@ -175,8 +176,19 @@ class DeformableGrains:
         constant velocity. A callable is not part of a checkpoint: set it again after a restart."""
         if travel is not None and not callable(travel):
             raise ValueError("travel must be a callable s(t) (obstacle displacement = velocity x s(t)) or None")
+        if travel is not None and self._servo_wall_indices():
+            raise ValueError(self._travel_with_servo())
         self._travel = None if travel is None else (travel, self.time if self.ready else 0.0,
                                                    self.step_count if self.ready else 0)
+
+    def _servo_wall_indices(self):
+        walls = self.walls if self.ready else self._walls
+        return [w for w in range(len(walls)) if walls[w][WALL_MODE] == WALL_SERVO]
+
+    def _travel_with_servo(self):
+        return ("a travel schedule (set_wall_motion) scales every obstacle's velocity, and a servo wall's normal speed "
+                "is the servo's own: give set_wall_motion(None) with force- or stress-controlled walls "
+                f"(servo walls {self._servo_wall_indices()})")
 
     def set_deformable_contact(self, stiffness, damping=0.0, kt_ratio=2.0 / 7.0, contact="both", pullback="point",
                                inverse_iterations=1, inverse_method="newton", pullback_cache=False,
@@ -227,7 +239,9 @@ class DeformableGrains:
         if len(mus) > 1:
             raise ValueError("deformable grains whose material pairs differ in friction are not supported yet")
         contact = dict(self.deform_contact, mu=mus.pop())
-        self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        self.walls = wall_rows(np.array(self._walls, dtype=np.float64).reshape(-1, N_WALL))
+        if self._travel is not None and self._servo_wall_indices():
+            raise ValueError(self._travel_with_servo())
         obstacles = [(PLANE, w[0:3], w[3:6], 0.0, w[6:9]) for w in self.walls] + list(self._cylinders)
         self.deformable = DeformableBodies(self._deform_templates, self._deform_batches, self.materials[:, 3],
                                            obstacles, contact)
@@ -322,7 +336,7 @@ class DeformableGrains:
             stops.start_chunk()
             d.o_vel[:n_walls] = self.walls[:, 6:9]   # set_wall_velocity acts from the next step on
             d.run(chunk, self.dt, self._travel_factors(chunk), self.gravity, self.cell, self.ctl, self.ictl, self.acc,
-                  self.periodic)
+                  self.periodic, self.walls)
             self.walls[:, 0:3] = d.o_point[:n_walls]
             self.acc[ACC_WALL:ACC_WALL + 3 * n_walls] = d.o_force[:n_walls].ravel()
             done += chunk

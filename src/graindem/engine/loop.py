@@ -6,7 +6,8 @@ store out afresh in pair-row order (history.compact_store: indices only, results
 keeps the history laws' pushes, pops and walks in cache.
 
 A step (see run_steps): pair pass, wall pass, rolling pass (runs with rolling resistance), cell
-servo, integration, wall motion, then a neighbour rebuild when the skin no longer covers what moved.
+servo, integration, the walls' servo and motion, then a neighbour rebuild when the skin no longer
+covers what moved.
 """
 
 import math
@@ -15,7 +16,7 @@ import numpy as np
 
 from .._jit import njit
 from ..boundaries.servo import servo, stress_components_read
-from ..boundaries.walls import wall_forces
+from ..boundaries.walls import servo_walls, wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
 from ..core.cell import list_is_stale
 from ..core.exact_sum import N_LIMBS
@@ -35,7 +36,7 @@ UNTIL_STRESS = 1
 AFTER_STRESS = 2
 # out[OUT_STATUS] after UNTIL_STRESS (beyond layout's STATUS_*)
 STATUS_STRESS_READY = 10
-# run_steps's more_stress in a run of spheres only: no contacts but theirs
+# run_steps's `more` in a run of spheres only: no contacts but theirs
 NO_MORE_STRESS = np.zeros(0)
 
 
@@ -43,7 +44,7 @@ NO_MORE_STRESS = np.zeros(0)
 def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inertia, pmat, pid, mtab,
               cell, ctl, ictl, walls, wcand, pstart, pi, pj, pfs, pist, pcq, pk, pm,
               qi, qj, qfs, qist, qcq, wfs, wist, wcq, wk, wm, pos_build, pts, nxt, meta, acc, out,
-              rtab, prs, wrs, rrel, more_stress, limbs=None, part=WHOLE_STEPS, wall_limbs=None):
+              rtab, prs, wrs, rrel, more, limbs=None, part=WHOLE_STEPS, wall_limbs=None):
     """Advance up to `nsteps` steps; out[OUT_STATUS] says why it returned, out[OUT_STEPS] how far.
 
     A step: contact forces at the current positions from the movement of the last step, walls,
@@ -55,9 +56,10 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     columns, rtab the material pairs' rolling table, rrel the dissipation of rows that left the
     list; without it prs and wrs have no columns and nothing of it runs.
 
-    more_stress (9,): the Love-Weber sum of contacts these passes do not see (in a run with
-    level-set grains, theirs at the same positions), added to the spheres' before the servo reads
-    it, so that the one servo drives the cell on the whole assembly's stress; empty in a sphere run.
+    more: the accumulator record (layout ACC_*) of contacts these passes do not see (in a run with
+    level-set grains, theirs at the same positions), empty in a sphere run: its Love-Weber sum is
+    added to the spheres' before the servo reads it, so that the one servo drives the cell on the
+    whole assembly's stress, and its wall forces to the spheres' in what the walls' servo reads.
 
     limbs: the exact accumulator of the stress sum (pair_pass.stress_sum; made here when not
     given), holding the last pair pass's sum on return. part: WHOLE_STEPS; or, for a step whose
@@ -119,15 +121,17 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         if rolling:
             rolling_pass(omega, torque, radius, mass, inertia, mtab, rtab, ctl, ictl, pi, pj, pfs, pcq, pk, pm, prs,
                          wcand, wfs, wcq, wk, wm, wrs)
-        if more_stress.shape[0] > 0:
+        if more.shape[0] > 0:
             for k in range(9):
-                acc[ACC_STRESS + k] += more_stress[k]
+                acc[ACC_STRESS + k] += more[ACC_STRESS + k]
         servo(cell, ctl, ictl, acc)
         maxd2 = advance_particles(pos, vel, omega, quat, force, torque, mass, inertia, cell, ctl, ictl,
                                   pos_build, acc, out)
         if maxd2 < 0.0:
             out[OUT_STATUS] = STATUS_DIVERGED
             return
+        # the servo walls' velocities from the forces of this step (an MPI rank's: all ranks' sums)
+        servo_walls(walls, nw, acc, more)
         for w in range(nw):
             for d in range(3):
                 # the wall pushes the particles with -F (F: the particles' force on it)

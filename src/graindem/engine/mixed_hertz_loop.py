@@ -86,8 +86,8 @@ def run_mixed_hertz(law_step, count, mode, n_steps, phase, dt, skin, limit, tmpl
             if not sphere_phase(sph, dt, gravity, sg_energy, mctl):
                 return it
         if phase <= PHASE_GRAINS and not grain_phase(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass,
-                                                     inertia, motion, force, torque, gravity, cell, walls, pos_build,
-                                                     g_record, energy, acc, gctl, mctl):
+                                                     inertia, motion, force, torque, gravity, cell, walls, sph[15],
+                                                     pos_build, g_record, energy, acc, gctl, mctl):
             return it
         if phase <= PHASE_GRAIN_LIST:
             listed = grain_list_phase(pos, radius, cell, periodic, skin, pairs, pos_build, gctl, g_record, mctl)

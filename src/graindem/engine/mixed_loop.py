@@ -1,8 +1,8 @@
 """The step of a run with spheres and rigid level-set grains (bodies.mixed), many steps in one
 njit call: one step of the sphere loop (loop.run_steps, which runs the one servo on the whole
-assembly's stress and moves the cell), the grains' first half step with the cell's flow of that
-step, the grains' list, the grain-sphere list, the forces at the new positions, the grains' second
-half kick. A phase that needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]),
+assembly's stress and moves the cell, and the walls' servo on both kinds' wall forces), the grains'
+first half step with the cell's flow of that step, the grains' list, the grain-sphere list, the
+forces at the new positions, the grains' second half kick. A phase that needs longer arrays returns to Python (mctl[MC_STATUS], mctl[MC_PHASE]),
 which grows them and resumes the step at that phase (engine.mixed_setup). The phases but the
 forces are functions inlined here and in engine.mixed_hertz_loop, the step of the Hertz-curvature
 grain law, which runs them in the same order.
@@ -13,6 +13,7 @@ sg_energy[E_GRAVITY]: the sphere loop does not count it, and a sum over the step
 where a sphere crosses a periodic face."""
 
 from .._jit import njit
+from ..boundaries.walls import follow_servo_walls
 from ..bodies.levelset import GC_STEP, complete_step, neighbour_cutoff
 from ..bodies.mixed import (MC_GRAIN_DIVERGED, MC_PHASE, MC_SG_DIVERGED, MC_STALE, MC_STATUS, mixed_forces,
                             rebuild_grain_list, rebuild_sphere_grain_pairs, sphere_grain_cutoff, sphere_grain_stale,
@@ -63,9 +64,12 @@ def sphere_phase(sph, dt, gravity, sg_energy, mctl):
 
 @njit(inline="always")
 def grain_phase(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
-                gravity, cell, walls, pos_build, record, energy, acc, gctl, mctl):
-    """Phase PHASE_GRAINS: the grains' first half step (bodies.mixed.start_grain_step); whether
-    their list is stale goes to mctl[MC_STALE]. False if a grain diverged (mctl[MC_STATUS])."""
+                gravity, cell, walls, s_walls, pos_build, record, energy, acc, gctl, mctl):
+    """Phase PHASE_GRAINS: the grains' first half step (bodies.mixed.start_grain_step) with their
+    copy of the walls moving at the velocities of the spheres' `s_walls` (the sphere step's servo
+    set those of the servo walls on both kinds' forces); whether their list is stale goes to
+    mctl[MC_STALE]. False if a grain diverged (mctl[MC_STATUS])."""
+    follow_servo_walls(walls, s_walls, walls.shape[0])
     ok, stale = start_grain_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion,
                                  force, torque, gravity, cell, walls, pos_build, record, energy, acc, gctl)
     if not ok:
@@ -113,7 +117,7 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
     resume. tpl, gb, gc, gh, gs: the grains' template, body, contact, history and scratch arrays
     (LevelSetBodies); g_record, sg_record: the build records of the grains' list and of the
     grain-sphere list (bodies.mixed.REC_*); sph: the arguments of engine.loop.run_steps after the
-    step count, its more_stress the grains' stress sum (g_acc's)."""
+    step count, its `more` the grains' accumulators (g_acc: their stress sum and wall forces)."""
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
     energy = gs[11]
     s_pos, s_vel, s_omega, s_quat, s_force, s_torque, s_radius, s_mass = sph[:8]
@@ -125,8 +129,8 @@ def run_mixed(n_steps, phase, dt, skin, limit, tpl, gb, gc, gh, gs, g_pairs, g_b
         if phase <= PHASE_SPHERES and not sphere_phase(sph, dt, gravity, sg_energy, mctl):
             return it
         if phase <= PHASE_GRAINS and not grain_phase(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass,
-                                                     inertia, motion, force, torque, gravity, cell, g_walls, g_build,
-                                                     g_record, energy, g_acc, gctl, mctl):
+                                                     inertia, motion, force, torque, gravity, cell, g_walls, sph[15],
+                                                     g_build, g_record, energy, g_acc, gctl, mctl):
             return it
         if phase <= PHASE_GRAIN_LIST and grain_list_phase(pos, radius, cell, periodic, skin, g_pairs, g_build, gctl,
                                                           g_record, mctl) < 0:

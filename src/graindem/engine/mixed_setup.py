@@ -123,7 +123,7 @@ class MixedBodies:
                 self.pstart, self.pi, self.pj, self.pfs, self.pist, self.pcq, self.pk, self.pm, self.qi, self.qj,
                 self.qfs, self.qist, self.qcq, self.wfs, self.wist, self.wcq, self.wk, self.wm, self.pos_build,
                 st.pts, st.nxt, st.meta, self.acc, self.out, self.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM),
-                self.prs, self.wrs, self.rrel, self.mixed.grain_acc[ACC_STRESS:ACC_STRESS + 9], self.stress_limbs,
+                self.prs, self.wrs, self.rrel, self.mixed.grain_acc, self.stress_limbs,
                 WHOLE_STEPS, new_accumulator(3 * self.walls.shape[0]))
 
     def _mixed_advance(self, n, on_diverge):

@@ -21,6 +21,8 @@ import math
 import numpy as np
 
 from ..boundaries.servo import pending_cell_work
+from ..boundaries.walls import (N_WALL, WALL_MODE, WALL_NORMAL, WALL_POINT, WALL_PRESCRIBED, WALL_SERVO, WALL_VEL,
+                                servo_columns, wall_row, wall_rows)
 from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.hertz import check_material, contact_params
@@ -196,18 +198,56 @@ class Simulation(DeformableGrains, MixedBodies):
             raise ValueError("periodic must be three booleans")
         self._box_set = True
 
-    def add_wall(self, point, normal, velocity=(0.0, 0.0, 0.0), material=0):
+    def add_wall(self, point, normal, velocity=(0.0, 0.0, 0.0), material=0, force=None, stress=None, area=None,
+                 servo_gain=None, max_speed=None):
         """A rigid plane through `point` whose unit `normal` points into the domain; returns its index.
-        `material`: index of the wall's material (see add_material)."""
+        `material`: index of the wall's material (see add_material).
+
+        The wall moves at `velocity`; or, given `force` (N) or `stress` (Pa) with `area` (m^2), its
+        normal motion is servo-controlled so that the grains press it with that force (stress x
+        area), at a speed `servo_gain` (m/(N s)) x the force error up to `max_speed` (m/s), while
+        `velocity` (then in the wall's plane) stays its tangential velocity
+        (boundaries.walls.servo_wall_velocity; docs/guide/boundaries.md on choosing the gain)."""
         self._check_not_ready()
+        row = servo_columns(wall_row(point, normal, velocity), force, stress, area, servo_gain, max_speed)
         self._wall_materials.append(self._check_material_index(material))
-        p = _vec3("point", point)
-        n = _vec3("normal", normal)
-        ln = np.linalg.norm(n)
-        if ln == 0.0:
-            raise ValueError("normal must be a nonzero vector")
-        self._walls.append(np.concatenate([p, n / ln, _vec3("velocity", velocity), p]))
+        self._walls.append(row)
         return len(self._walls) - 1
+
+    def control_wall(self, wall, force=None, stress=None, area=None, servo_gain=None, max_speed=None,
+                     velocity=(0.0, 0.0, 0.0)):
+        """Drive wall `wall` from now on by the servo on `force` or `stress` x `area` (add_wall's
+        parameters), with the tangential `velocity`; set_wall_velocity returns it to a prescribed
+        velocity."""
+        w = self._wall_index(wall)
+        walls = self.walls if self.ready else self._walls
+        row = wall_row(walls[w][WALL_POINT:WALL_POINT + 3], walls[w][WALL_NORMAL:WALL_NORMAL + 3], velocity)
+        if force is None and stress is None:
+            raise ValueError("control_wall needs force (N) or stress (Pa, with area); set_wall_velocity sets a "
+                             "prescribed velocity")
+        row = servo_columns(row, force, stress, area, servo_gain, max_speed)
+        self._set_wall_motion(w, row)
+
+    def _wall_index(self, wall):
+        nw = self.walls.shape[0] if self.ready else len(self._walls)
+        if isinstance(wall, bool) or int(wall) != wall or not 0 <= int(wall) < nw:
+            raise ValueError(f"wall must be an index in [0, {nw - 1}], got {wall!r}")
+        return int(wall)
+
+    def _set_wall_motion(self, w, row):
+        """The velocity and servo columns of `row` into wall w (and the grains' copy in a mixed run)."""
+        cols = slice(WALL_VEL, WALL_VEL + 3)
+        servo = slice(WALL_MODE, N_WALL)
+        if self.ready:
+            targets = [self.walls] + ([self.mixed.grain_walls] if self.mixed is not None else [])
+            if self.deformable is not None and row[WALL_MODE] == WALL_SERVO and self._travel is not None:
+                raise ValueError(self._travel_with_servo())
+            for a in targets:
+                a[w, cols] = row[cols]
+                a[w, servo] = row[servo]
+        else:
+            self._walls[w][cols] = row[cols]
+            self._walls[w][servo] = row[servo]
 
     def add_material(self, E, nu, mu, density):
         """A further material (E Pa, nu, friction mu, density kg/m^3); returns its index (the
@@ -551,7 +591,7 @@ class Simulation(DeformableGrains, MixedBodies):
         self.skin = self.skin if self.skin is not None else 0.2 * rmax
         self._new_cell(2.0 * rmax + self.skin)
         self._check_shear_heights()
-        self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        self.walls = wall_rows(np.array(self._walls, dtype=np.float64).reshape(-1, N_WALL))
         nw = self.walls.shape[0]
         self.ctl = np.zeros(N_CTL)
         self.ctl[CTL_G:CTL_G + 3] = self.gravity
@@ -702,14 +742,13 @@ class Simulation(DeformableGrains, MixedBodies):
         raise Diverged(msg, particles, contacts, ckpt)
 
     def set_wall_velocity(self, wall, velocity):
-        """Move wall `wall` at `velocity` (m/s) from now on (rigid translation)."""
-        v = _vec3("velocity", velocity)
-        if self.ready:
-            self.walls[int(wall), 6:9] = v
-            if self.mixed is not None:  # the grains' copy of the walls
-                self.mixed.grain_walls[int(wall), 6:9] = v
-        else:
-            self._walls[int(wall)][6:9] = v
+        """Move wall `wall` at `velocity` (m/s) from now on (rigid translation; a servo wall's servo
+        is switched off)."""
+        w = self._wall_index(wall)
+        row = np.zeros(N_WALL)
+        row[WALL_VEL:WALL_VEL + 3] = _vec3("velocity", velocity)
+        row[WALL_MODE] = WALL_PRESCRIBED
+        self._set_wall_motion(w, row)
 
     def wall_positions(self):
         """(n_walls, 3): a point of each wall now."""
@@ -981,7 +1020,7 @@ class Simulation(DeformableGrains, MixedBodies):
         self.skin = skin
         self._new_cell(2.0 * max(rmax, rmax_cell) + skin)
         self._check_shear_heights()
-        self.walls = np.array(self._walls, dtype=np.float64).reshape(-1, 12)
+        self.walls = wall_rows(np.array(self._walls, dtype=np.float64).reshape(-1, N_WALL))
         nw = self.walls.shape[0]
         self.ctl = np.zeros(N_CTL)
         self.ctl[CTL_G:CTL_G + 3] = self.gravity
@@ -1584,9 +1623,10 @@ class Simulation(DeformableGrains, MixedBodies):
                   diverge_overlap=meta.get("diverge_overlap", 0.5), verbose=verbose)
         for name in cls.GRAIN_ARRAYS:
             if name == "acc" and name not in arrays:  # older layouts: no stress, walls or work booked
-                sim.acc = np.zeros(N_ACC0 + 3 * np.asarray(arrays["walls"]).reshape(-1, 12).shape[0])
+                sim.acc = np.zeros(N_ACC0 + 3 * wall_rows(arrays["walls"]).shape[0])
                 continue
             setattr(sim, name, np.ascontiguousarray(np.array(arrays[name])))
+        sim.walls = wall_rows(sim.walls)
         sim.periodic = np.array(meta["periodic"], dtype=bool)
         sim.box_lo = np.array(meta["box_lo"])
         sim.box_hi = np.array(meta["box_hi"])
@@ -1650,6 +1690,7 @@ class Simulation(DeformableGrains, MixedBodies):
                 continue
             a = np.asarray(arrays[name])
             setattr(sim, name, np.ascontiguousarray(a.copy()))
+        sim.walls = wall_rows(sim.walls)
         # schema-1 checkpoints may hold int64 pair indices: the kernels are compiled for one dtype (PAIR_INDEX)
         n_rows = sim.pi.shape[0]
         if n_rows > PAIR_INDEX_MAX or int(sim.ictl[ICTL_N]) > PAIR_INDEX_MAX:

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .._jit import njit
+from ..boundaries.walls import N_WALL, N_WALL_PRESCRIBED
 from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact import store as ST
@@ -90,6 +91,22 @@ def _array(arrays, name, source, kinds, shape, dtype=None):
     if shape is not None:
         if a.ndim != len(shape) or any(want is not None and got != want for got, want in zip(a.shape, shape)):
             _fail(source, f"array {name!r}", f"of shape {tuple('*' if w is None else w for w in shape)}", a.shape)
+    return a
+
+
+def _wall_count(arrays):
+    """The rows of the walls array: (n_walls, N_WALL), or 12 columns in older checkpoints (or flat)."""
+    a = np.asarray(arrays["walls"])
+    cols = a.shape[1] if a.ndim == 2 else (N_WALL if a.size % N_WALL == 0 else N_WALL_PRESCRIBED)
+    return int(a.size // max(cols, 1))
+
+
+def _wall_array(arrays, name, source, nw, dtype=None):
+    """A walls array of nw rows of N_WALL columns (12 in checkpoints older than the wall servo)."""
+    a = _array(arrays, name, source, "f", (nw, None), dtype)
+    if a.shape[1] not in (N_WALL, N_WALL_PRESCRIBED):
+        _fail(source, f"array {name!r}", f"of shape ({nw}, {N_WALL}) (or ({nw}, {N_WALL_PRESCRIBED}) in older "
+              "checkpoints)", a.shape)
     return a
 
 
@@ -203,7 +220,7 @@ def validate_engine_state(arrays, meta, source="checkpoint"):
     if cell.size >= C.CELL_L + 3 and np.any(cell[C.CELL_L:C.CELL_L + 3] <= 0.0):
         _fail(source, "cell lengths", "> 0", cell[C.CELL_L:C.CELL_L + 3].tolist())
     _finite(source, "prm", _array(arrays, "prm", source, "f", (None,), np.float64))
-    _finite(source, "walls", _array(arrays, "walls", source, "f", (nw, 12), np.float64))
+    _finite(source, "walls", _wall_array(arrays, "walls", source, nw, np.float64))
     _finite(source, "acc", _array(arrays, "acc", source, "f", (K.N_ACC0 + 3 * nw,), np.float64))
     _finite(source, "L0", _array(arrays, "L0", source, "f", (3,), np.float64))
 
@@ -344,7 +361,7 @@ def validate_mixed_state(arrays, meta, source="checkpoint"):
     n_s = int(np.asarray(arrays["pos"]).shape[0])
     validate_grain_state(arrays, meta, source, n_spheres=n_s)
     g = int(np.asarray(arrays["grain_pos"]).shape[0])
-    n_walls = int(np.asarray(arrays["walls"]).size // 12)
+    n_walls = _wall_count(arrays)
     missing = [n for n in ("mixed_pairs", "mixed_g_build", "mixed_s_build", "mixed_mctl", "mixed_grain_walls",
                            "mixed_grain_acc") if n not in arrays]
     if missing:
@@ -360,7 +377,7 @@ def validate_mixed_state(arrays, meta, source="checkpoint"):
         b = _array(arrays, name, source, "f", (rows, 3))
         if b.size and np.any(np.isnan(b)):
             _fail(source, f"array {name!r}", "free of NaN")
-    _finite(source, "mixed_grain_walls", _array(arrays, "mixed_grain_walls", source, "f", (n_walls, 12)))
+    _finite(source, "mixed_grain_walls", _wall_array(arrays, "mixed_grain_walls", source, n_walls))
     _finite(source, "mixed_grain_acc", _array(arrays, "mixed_grain_acc", source, "f", (K.N_ACC0 + 3 * n_walls,)))
     if "mixed_energy" in arrays:  # older mixed states book no energies
         from ..contact.levelset_contact import N_ENERGY
@@ -426,7 +443,7 @@ def validate_grain_state(arrays, meta, source="checkpoint", n_spheres=0):
     _array(arrays, "grain_shear", source, "f", (n_h, 3))
     _array(arrays, "grain_partner", source, "iu", (n_h,))
     _array(arrays, "grain_last_step", source, "iu", (n_h,))
-    n_walls = int(np.asarray(arrays["walls"]).size // 12)
+    n_walls = _wall_count(arrays)
     # a node's partner: a grain, a sphere of a mixed run (g + its index), -1 (none) or -2 - w for wall w
     _in_range(source, "grain_partner", arrays["grain_partner"], -1 - n_walls, g + n_spheres)
     pairs = _array(arrays, "grain_pairs", source, "iu", (None, 2))

@@ -1,5 +1,5 @@
-"""Scenario `deformable_compaction`: n_side³ deformable spheres compressed by six walls or by the stress
-servo of a periodic cell (`graindem run`).
+"""Scenario `deformable_compaction`: n_side³ deformable spheres compressed by six walls, by a
+stress-controlled lid (an oedometer) or by the stress servo of a periodic cell (`graindem run`).
 
     graindem run examples/deformable_compaction.toml --out DIR [--steps N]
     graindem run --restart DIR/checkpoint.h5 --out DIR2 [--steps N]
@@ -7,8 +7,11 @@ servo of a periodic cell (`graindem run`).
 The grains are the seed's Table 2 sphere (radius 10 voxel units, `deform.scenes.compaction_sphere`)
 with one compaction mode (a graindem mode file, or the analytic stand-in when none is given), the
 Appendix B response and tangent modal damping, on a cubic lattice with small random offsets, in a
-box of six frictional walls moving inward at a constant speed (loading.boundary = "walls"), or in a
-periodic cell of the lattice's size whose three axes the stress servo drives to the mean stress
+box of six frictional walls moving inward at a constant speed (loading.boundary = "walls"), in a
+box of five fixed walls and a lid (the +z wall) whose servo presses the grains with loading.stress
+over the box's face, moving at most loading.wall_speed ("oedometer"; boundaries.walls, the wall
+servo: its gain loading.wall_servo_gain, or 0.1 / (k dt) with k the lid's contact stiffness at the
+target estimated from the grains' flat-patch law), or in a periodic cell of the lattice's size whose three axes the stress servo drives to the mean stress
 loading.stress ("servo"). Units are the seed's voxel units (density 1). Outputs: series.csv (every
 output_interval steps), checkpoint.h5 (every checkpoint_interval steps and at the end), summary.json
 (n_particles, kinds, steps_per_s, the wall force, ε, the mean Love–Weber stress), VTK of the deformed
@@ -26,9 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..boundaries.walls import WALL_TARGET
+
 SCENARIO = "deformable_compaction"
 EXTRA_KEY = "deformable_compaction"
-BOUNDARIES = ("walls", "servo")
+BOUNDARIES = ("walls", "oedometer", "servo")
+LID = 4   # box_walls' +z wall
 # section -> key -> (type, default, check, allowed range in words)
 SCHEMA = {
     "simulation": {
@@ -60,6 +66,8 @@ SCHEMA = {
         "stress": (float, 1.0, lambda v: 0 < v < math.inf, "> 0 (the servo's target mean stress)"),
         "servo_gain": (float, 1e-3, lambda v: 0 < v < math.inf, "> 0 (strain rate per relative stress error)"),
         "max_strain_rate": (float, 2e-3, lambda v: 0 < v < math.inf, "> 0 (the servo's limit, per time unit)"),
+        "wall_servo_gain": (float, 0.0, lambda v: 0 <= v < math.inf,
+                            ">= 0 (the oedometer lid's speed per unit force error; 0: 0.1 / (k dt))"),
     },
     "output": {
         "vtk": (bool, False, lambda v: True, "true or false"),
@@ -139,7 +147,9 @@ def build(config):
     positions += rng.uniform(-0.5 * g["jitter"], 0.5 * g["jitter"], positions.shape)
     half = n * (r + g["jitter"])
     servo = config["loading"]["boundary"] == "servo"
-    walls = [] if servo else [(p, nrm, config["loading"]["wall_speed"] * v) for p, nrm, v in box_walls(half)]
+    oedometer = config["loading"]["boundary"] == "oedometer"
+    speed = 0.0 if oedometer else config["loading"]["wall_speed"]
+    walls = [] if servo else [(p, nrm, speed * v) for p, nrm, v in box_walls(half)]
     response = appendix_b_response(r)
     beta = modal_damping_for(response, g["modal_mass"], g["damping_ratio"], "tangent")[1]
     damping = c["damping"]
@@ -152,11 +162,23 @@ def build(config):
                                 pullback=c["pullback"], inverse_iterations=c["inverse_iterations"],
                                 inverse_method="newton", contact_area=math.pi * (0.5 * r) ** 2, mu=g["friction"],
                                 periodic_cell=((-half,) * 3, (half,) * 3) if servo else None)
+    load = config["loading"]
     if servo:
-        load = config["loading"]
         for axis in range(3):
             sim.control_axis(axis, stress=load["stress"], gain=load["servo_gain"], max_rate=load["max_strain_rate"])
+    if oedometer:
+        area = (2.0 * half) ** 2
+        gain = load["wall_servo_gain"] or lid_gain(load["stress"] * area, n * n, c["stiffness"], r, sim.dt)
+        sim.control_wall(LID, stress=load["stress"], area=area, servo_gain=gain, max_speed=load["wall_speed"])
     return sim
+
+
+def lid_gain(force, n_grains, stiffness, radius, dt, alpha=0.1):
+    """alpha / (k dt): the wall servo's gain for a lid on n_grains grains sharing `force`, k their
+    summed contact stiffness there by the flat-patch estimate of the node penalty law (a sphere of
+    `radius` on a plane: F = pi k_s R d^2, so dF/dd = 2 sqrt(pi k_s R F))."""
+    k = n_grains * 2.0 * math.sqrt(math.pi * stiffness * radius * force / n_grains)
+    return alpha / (k * dt)
 
 
 SERIES = ("step", "time", "wall_force", "wall_travel", "eps_mean", "eps_max", "kinetic", "strain", "contact_nodes",
@@ -203,6 +225,10 @@ def _drive(sim, state, out, steps, quiet):
                "wall_force": row["wall_force"], "wall_travel": row["wall_travel"], "eps_mean": row["eps_mean"],
                "eps_max": row["eps_max"], "stress": row["stress"], "box_lengths": sim.box_lengths.tolist(),
                "energies": sim.deformable_energies(), "run_id": state["run_id"]}
+    if config["loading"]["boundary"] == "oedometer":
+        # the lid's force and the target it is driven to (the wall servo's P and P*)
+        summary["lid_force"] = float(-d.o_force[LID] @ d.o_dir[LID])
+        summary["lid_target"] = float(sim.walls[LID, WALL_TARGET])
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=float))
     if not quiet:
         print(f"{d.n} deformable grains, {summary['steps']} steps, {summary['steps_per_s'] or 0:.0f} steps/s, "
