@@ -208,7 +208,7 @@ def pair_mass(mass, motion, i, j):
     return mass[j]
 
 
-@njit
+@njit(_nrt=False)
 def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
                      t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, cell,
                      walls, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear, partner, last_step,
@@ -250,7 +250,7 @@ def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape
     return n_cp, 1
 
 
-@njit
+@njit(_nrt=False)
 def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass,
                      material, force, torque, cell, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, limit,
                      hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
@@ -273,7 +273,7 @@ def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radiu
     return n_cp, 1
 
 
-@njit
+@njit(_nrt=False)
 def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
                  t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, gravity,
                  cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off,

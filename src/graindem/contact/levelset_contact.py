@@ -92,7 +92,7 @@ def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
         out[m, 3] = gz
 
 
-@njit
+@njit(_nrt=False)
 def collect_nodes_in(o, p, ex, ey, ez, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
                      t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
                      sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
@@ -166,7 +166,7 @@ def collect_nodes_in(o, p, ex, ey, ez, weight, tmpl, t_phi, t_phi_off, t_shape, 
     return n_sc
 
 
-@njit
+@njit(_nrt=False)
 def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal, hist_off,
                        sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
     """Append the nodes of grain o below wall w (a row of the Simulation's walls: point, inward
@@ -206,7 +206,7 @@ def full_weight_stiffness(law, k_normal, area):
     return k_normal * area if law == LAW_AREA else k_normal
 
 
-@njit
+@njit(_nrt=False)
 def collect_nodes_in_sphere(o, code, ex, ey, ez, R, tmpl, t_node_off, t_nodes, t_areas, pos, rot, law, k_normal,
                             hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
     """Append the nodes of grain o inside a sphere of radius R centred at x_o + (ex, ey, ez) (the
@@ -317,7 +317,7 @@ def add_stress(acc, g0, g1, g2, l0, l1, l2):
     acc[ACC_STRESS + 8] += g2 * l2
 
 
-@njit
+@njit(_nrt=False)
 def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
                   mu, dt, step, pos, vel, omega, force, torque, vel_p, omega_p, force_p, torque_p, p_base, shear,
                   partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp, energy, acc):
