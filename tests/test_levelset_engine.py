@@ -130,12 +130,20 @@ def test_culled_node_pass_finds_the_penetrating_nodes_of_a_brute_force_search(el
     ball = LevelSetGrain.sphere(0.6, spacing=0.1, n_nodes=200)
     rng = np.random.default_rng(7)
     compared = 0
-    for _ in range(6):
+    for _ in range(8):
         q = rng.normal(size=(2, 4))
         q /= np.linalg.norm(q, axis=1)[:, None]
         u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        # the ball's centre along u at 75-95 % of the touching distance: the ellipsoid's radius along u
+        # (in its body frame, 1 / |d / axes|) plus the ball's
+        w, x, y, z = q[0]
+        rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+        touching = 1.0 / np.linalg.norm((rot.T @ u) / np.array([1.0, 0.7, 0.5])) + 0.6
         centre = np.array([3.0, 3.0, 3.0])
-        other = centre + rng.uniform(1.2, 1.5) * u / np.linalg.norm(u)
+        other = centre + rng.uniform(0.75, 0.95) * touching * u
         sim = Simulation(mu=0.4, density=1.0, dt=1e-3, allow_unstable_dt=True, diverge_overlap=1.0,
                          max_initial_overlap=1.0)
         sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
@@ -166,4 +174,4 @@ def test_culled_node_pass_finds_the_penetrating_nodes_of_a_brute_force_search(el
             assert rows.shape == expected[o].shape
             np.testing.assert_allclose(rows, expected[o], rtol=0, atol=1e-12)
             compared += len(rows)
-    assert compared > 50, "the poses must put many nodes in contact"
+    assert compared > 300, "the poses must put many nodes in contact"
