@@ -13,6 +13,9 @@ kernels).
 Convergence (not a speed figure, reported for the README): sphere (R = 1) on a plane at overlap 0.1 R,
 force / (pi k R delta^2) (the exact continuum value of the area law) for both laws, refining the grid
 (nodes ~ area/h^2) and refining the nodes at a fixed grid.
+Periodic cell against walls: the YADE lattice (216 grains, both sizes) in a periodic cell whose faces
+the lattice crosses with the same overlaps, and in a box of six walls; timed blocks interleaved; the
+ratio of the times per step.
 YADE: the same lattice of n_side^3 grains (216 full, 27 quick) in YADE's level-set DEM, one thread
 (benchmarks/yade_levelset.py, which says how the two scenes correspond), under "yade"; null with the
 reason under "yade_reason" when the `yade` executable is not installed (Debian package `yade`).
@@ -83,6 +86,50 @@ def lattice_sim(template, n_side):
     sim.add_grains(template, grid * step)
     sim.setup()
     return sim
+
+
+def boundary_sim(template, n_side, boundary):
+    """The lattice of lattice_sim bounded two ways: "periodic", a cell of n_side lattice steps per axis,
+    so that every grain touches its 6 neighbours, across the faces too; "walls", six walls that
+    overlap the outer grains by half the grains' mutual overlap."""
+    a = np.array(AXES)
+    step = 2 * a - 0.02 * a
+    sim = Simulation(mu=0.5, density=1.0, dt=1e-3, allow_unstable_dt=True)
+    if boundary == "periodic":
+        sim.set_box(-0.5 * step, (n_side - 0.5) * step, periodic=(True, True, True))
+    else:
+        sim.set_box(-2 * a, (n_side + 1) * step)
+        for d in range(3):
+            normal = np.eye(3)[d]
+            sim.add_wall(-0.99 * a[d] * normal, normal)
+            sim.add_wall(((n_side - 1) * step[d] + 0.99 * a[d]) * normal, -normal)
+    sim.set_grain_contact(1e3, law="area", damping_ratio=0.1)
+    grid = np.stack(np.meshgrid(*[np.arange(n_side)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    sim.add_grains(template, grid * step)
+    sim.setup()
+    return sim
+
+
+def bench_boundaries(template, cfg):
+    """Steps per second of the YADE lattice (6^3 grains) in a periodic cell and between walls, timed
+    blocks interleaved (one process, so both see the same machine load); the ratio periodic / walls
+    of the time per step."""
+    n_side = YADE_FULL["n_side"]
+    sims = {b: boundary_sim(template, n_side, b) for b in ("walls", "periodic")}
+    times = {b: [] for b in sims}
+    for sim in sims.values():
+        sim.run(2)  # compile / warm up
+    for _ in range(cfg["rounds"]):
+        for b, sim in sims.items():
+            t = time.process_time()
+            sim.run(cfg["steps"])
+            times[b].append(time.process_time() - t)
+    out = {"grains": n_side**3}
+    for b, sim in sims.items():
+        out[b] = {"steps_per_s": cfg["steps"] / statistics.median(times[b]),
+                  "contact_nodes": int(sim.grains.gctl[GC_NCP])}
+    out["periodic_over_walls_time"] = out["walls"]["steps_per_s"] / out["periodic"]["steps_per_s"]
+    return out
 
 
 def bench_steps(template, n_grains, cfg):
@@ -173,6 +220,11 @@ def main(argv=None):
               f"{result['graindem_over_yade']:.2f}", flush=True)
     else:
         print(f"YADE not compared: {result['yade_reason']}", flush=True)
+    result["periodic_vs_walls"] = bench_boundaries(template, cfg)
+    pw = result["periodic_vs_walls"]
+    print(f"{pw['grains']} grains: walls {pw['walls']['steps_per_s']:.1f} steps/s, periodic cell "
+          f"{pw['periodic']['steps_per_s']:.1f} steps/s; time per step periodic / walls "
+          f"{pw['periodic_over_walls_time']:.3f}", flush=True)
     result["steps_vs_nodes"] = []
     for n_nodes in cfg["nodes"]:
         t = LevelSetGrain.ellipsoid(*AXES, spacing=cfg["spacing"], n_nodes=n_nodes)

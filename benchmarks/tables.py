@@ -161,6 +161,12 @@ def lsdem(name="lsdem.json"):
     text += (f"\nMemory per grain: {m['state_bytes']:.0f} B of state, {m['history_bytes_per_node']:.0f} B of contact "
              f"history per node; the template ({m['nodes']} nodes, {m['grid_points']:,} grid points, "
              f"{m['template_bytes'] / 1e6:.2f} MB) is shared by the grains of one shape.\n")
+    pw = d.get("periodic_vs_walls")
+    if pw:
+        text += (f"\nThe {pw['grains']}-grain lattice in a periodic cell (contacts across the faces): "
+                 f"{f(pw['periodic']['steps_per_s'])} steps/s; between six walls: {f(pw['walls']['steps_per_s'])} "
+                 f"steps/s; time per step periodic / walls **{f(pw['periodic_over_walls_time'])}** (timed blocks "
+                 f"interleaved).\n")
     y = d["yade"]
     if y:
         g = d["graindem"]

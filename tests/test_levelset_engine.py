@@ -104,3 +104,77 @@ def test_restart_continues_bit_for_bit(ellipsoid, tmp_path):
         assert np.array_equal(v, ref[k]), k
     assert loaded.step_count == whole.step_count == 150
     assert np.array_equal(loaded.walls, whole.walls) and np.any(whole.wall_forces() != 0.0)
+
+
+def _trilinear_numpy(template, q):
+    """phi of the template's grid at body points q (m, 3), and whether each point lies inside the
+    grid: the trilinear interpolant of the 8 corners, written out independently of the kernels."""
+    h = template.spacing
+    phi = template.phi_grid
+    u = (q - template.grid_origin) / h
+    top = np.array(phi.shape) - 1
+    inside = np.all((u >= 0) & (u <= top), axis=1)
+    i = np.clip(np.floor(u).astype(int), 0, top - 1)
+    f = u - i
+    val = np.zeros(len(q))
+    for corner in np.ndindex(2, 2, 2):
+        c = np.array(corner)
+        w = np.prod(np.where(c == 1, f, 1.0 - f), axis=1)
+        val += w * phi[i[:, 0] + c[0], i[:, 1] + c[1], i[:, 2] + c[2]]
+    return val, inside
+
+
+def test_culled_node_pass_finds_the_penetrating_nodes_of_a_brute_force_search(ellipsoid):
+    """Reference: every node of each grain tried against the other's grid by a numpy trilinear
+    interpolant, no culling (within the partner's reach, inside its grid, phi < 0). The engine's node
+    pass (culled by node trees and interior boxes, contact.node_tree) must find exactly these nodes,
+    grain by grain in template node order, at random poses of two templates. Nodes with |phi| < 1e-12
+    (where numpy and the kernel may round to different signs) are not compared."""
+    ball = LevelSetGrain.sphere(0.6, spacing=0.1, n_nodes=200)
+    rng = np.random.default_rng(7)
+    compared = 0
+    for _ in range(8):
+        q = rng.normal(size=(2, 4))
+        q /= np.linalg.norm(q, axis=1)[:, None]
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        # the ball's centre along u at 75-95 % of the touching distance: the ellipsoid's radius along u
+        # (in its body frame, 1 / |d / axes|) plus the ball's
+        w, x, y, z = q[0]
+        rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+        touching = 1.0 / np.linalg.norm((rot.T @ u) / np.array([1.0, 0.7, 0.5])) + 0.6
+        centre = np.array([3.0, 3.0, 3.0])
+        other = centre + rng.uniform(0.75, 0.95) * touching * u
+        sim = Simulation(mu=0.4, density=1.0, dt=1e-3, allow_unstable_dt=True, diverge_overlap=1.0,
+                         max_initial_overlap=1.0)
+        sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
+        sim.set_grain_contact(1e3, law="area")
+        sim.add_grains(ellipsoid, [centre], orientations=q[:1])
+        sim.add_grains(ball, [other], orientations=q[1:])
+        sim.setup()
+        g = sim.grains
+        n = int(g.gctl[GC_NCP])
+        found = g.cp_x[:n]
+        owner = g.cp_ij[:n, 0]
+        expected = []
+        ambiguous = []
+        for o, p, tmpl_o, tmpl_p in ((0, 1, ellipsoid, ball), (1, 0, ball, ellipsoid)):
+            world = g.pos[o] + tmpl_o.nodes @ g.rot[o].T
+            body_p = (world - g.pos[p]) @ g.rot[p]
+            phi, inside = _trilinear_numpy(tmpl_p, body_p)
+            reach = tmpl_p.bounding_radius + 2.0 * tmpl_p.spacing
+            near = np.linalg.norm(tmpl_o.nodes - (g.pos[p] - g.pos[o]) @ g.rot[o], axis=1) <= reach
+            hit = near & inside & (phi < 0)
+            expected.append(world[hit & (np.abs(phi) >= 1e-12)])
+            ambiguous.append(world[near & inside & (np.abs(phi) < 1e-12)])
+        for o in (0, 1):
+            rows = found[owner == o]
+            if len(ambiguous[o]):  # drop the rows of ambiguous nodes before comparing
+                far = np.min(np.linalg.norm(rows[:, None] - ambiguous[o][None], axis=2), axis=1) > 1e-9
+                rows = rows[far]
+            assert rows.shape == expected[o].shape
+            np.testing.assert_allclose(rows, expected[o], rtol=0, atol=1e-12)
+            compared += len(rows)
+    assert compared > 300, "the poses must put many nodes in contact"

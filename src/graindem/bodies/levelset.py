@@ -12,6 +12,8 @@ Arrays (G grains):
     (template bounding radius + 2 grid spacings: the grid's margin);
     node history: shear (H, 3), partner (H,), last_step (H,), a slot per grain node, grain g's
     from hist_off[g].
+    templates: t_* (grids, nodes, area weights, bounding radii, concatenated over templates) and
+    t_cull, the node trees and interior boxes the node pass culls with (contact.node_tree);
     neighbour list: pairs (cap, 2) of grains whose bounding spheres are within the skin,
     pos_build (G, 3) the centres at the last rebuild.
 
@@ -48,6 +50,7 @@ from ..boundaries.servo import servo
 from ..boundaries.walls import servo_walls
 from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
+from ..contact.node_tree import culling_arrays
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_TILT, CELL_TILT_BUILD, advance_cell,
                          list_is_stale, flow_displacement, grid_bin_of, is_sheared, min_image,
                          min_image_tilted, shear_since_build, wrap_and_grid, wrap_and_grid_tilted)
@@ -210,12 +213,12 @@ def pair_mass(mass, motion, i, j):
     return mass[j]
 
 
-@njit
+@njit(_nrt=False)
 def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
-                     t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, cell,
-                     walls, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear, partner, last_step,
-                     sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy,
-                     acc, gctl):
+                     t_areas, t_radius, t_cull, pos, vel, omega, rot, mass, motion, radius, material, force, torque,
+                     cell, walls, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear, partner,
+                     last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp,
+                     energy, acc, gctl):
     """The node law's forces of grain pair (i, j), j's image at x_i + (ex, ey, ez), added to the
     forces, stress and energies; returns (the new contact-node count, 1 if the pair touches), the
     count -1 when a node penetrates deeper than `limit` times the smaller bounding radius (gctl
@@ -223,18 +226,18 @@ def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape
     n_sc = 0
     if both:
         n_sc = lc.collect_nodes_in(i, j, ex, ey, ez, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, rot, law, k_normal, hist_off,
                                    sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
         n_sc = lc.collect_nodes_in(j, i, -ex, -ey, -ez, 0.5, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, rot, law, k_normal, hist_off,
                                    sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
     elif radius[i] <= radius[j]:
         n_sc = lc.collect_nodes_in(i, j, ex, ey, ez, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, rot, law, k_normal, hist_off,
                                    sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
     else:
         n_sc = lc.collect_nodes_in(j, i, -ex, -ey, -ez, 1.0, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                   t_node_off, t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off,
+                                   t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, rot, law, k_normal, hist_off,
                                    sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc)
     if n_sc == 0:
         return n_cp, 0
@@ -252,7 +255,7 @@ def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape
     return n_cp, 1
 
 
-@njit
+@njit(_nrt=False)
 def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass,
                      material, force, torque, cell, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, limit,
                      hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
@@ -275,12 +278,12 @@ def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radiu
     return n_cp, 1
 
 
-@njit
+@njit(_nrt=False)
 def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
-                 t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force, torque, gravity,
-                 cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off,
-                 shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x,
-                 cp_f, cp_ij, energy, acc, gctl):
+                 t_areas, t_radius, t_cull, pos, vel, omega, rot, mass, motion, radius, material, force, torque,
+                 gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit,
+                 hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e,
+                 cp_x, cp_f, cp_ij, energy, acc, gctl):
     """Zero and assemble the forces and moments of every grain, the stress and the wall forces;
     returns the number of contact nodes, or -1 when a node penetrates deeper than `limit` times the
     smaller bounding radius (gctl[GC_BAD_I/J] name the pair).
@@ -316,11 +319,11 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
         if ex * ex + ey * ey + ez * ez >= r * r:
             continue
         n_cp, touched = node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                                         t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion,
-                                         radius, material, force, torque, cell, walls, law, k_normal, kt_ratio,
-                                         mu_tab, zeta, both, limit, hist_off, shear, partner, last_step, sc_owner,
-                                         sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp,
-                                         energy, acc, gctl)
+                                         t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, vel, omega, rot, mass,
+                                         motion, radius, material, force, torque, cell, walls, law, k_normal,
+                                         kt_ratio, mu_tab, zeta, both, limit, hist_off, shear, partner, last_step,
+                                         sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
+                                         cp_ij, n_cp, energy, acc, gctl)
         if n_cp < 0:
             return -1
         n_touch += touched
@@ -521,16 +524,16 @@ def start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass
 
 
 @njit
-def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius,
-                pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque, gravity,
-                cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit, hist_off, shear,
-                partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f,
-                cp_ij, energy, acc, gctl):
+def finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
+                t_radius, t_cull, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force,
+                torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both, limit,
+                hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e,
+                cp_x, cp_f, cp_ij, energy, acc, gctl):
     """The second half of a step: forces at the drifted state, the walls' second half of work,
     the second half kick. False if the run diverged (gctl names where)."""
     step = gctl[GC_STEP] + 1
     n_cp = grain_forces(step, dt, pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
-                        t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material, force,
+                        t_nodes, t_areas, t_radius, t_cull, pos, vel, omega, rot, mass, motion, radius, material, force,
                         torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both,
                         limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g,
                         sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl)
@@ -555,11 +558,11 @@ def complete_step(dt, alpha, vel, quat, rot, angmom, omega, mass, inertia, motio
 
 
 @njit
-def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
-               t_areas, t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force,
-               torque, gravity, cell, ctl, ictl, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta,
-               both, hist_off, shear, partner, last_step, pairs, pos_build, sc_owner, sc_other, sc_hist, sc_x, sc_g,
-               sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl):
+def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
+               t_radius, t_cull, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force,
+               torque, gravity, cell, ctl, ictl, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both,
+               hist_off, shear, partner, last_step, pairs, pos_build, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
+               sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl):
     """Advance up to n_steps steps; returns the number completed. gctl[GC_STATUS] says why it
     returned: STATUS_PAIRS_FULL (the step in hand has drifted; the caller grows `pairs`, rebuilds and
     calls finish_step), STATUS_DIVERGED (gctl[GC_BAD_I/J]), else done.
@@ -580,11 +583,11 @@ def run_grains(n_steps, dt, skin, limit, tmpl, t_phi, t_phi_off, t_shape, t_orig
             if not rebuild(pos, radius, cell, periodic, skin, pairs, pos_build, gctl):
                 gctl[GC_STATUS] = STATUS_PAIRS_FULL
                 return it
-        if not finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas,
-                           t_radius, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material,
-                           force, torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio, mu_tab,
-                           zeta, both, limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x,
-                           sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl):
+        if not finish_step(dt, alpha, pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
+                           t_areas, t_radius, t_cull, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius,
+                           material, force, torque, gravity, cell, periodic, walls, wall_mat, law, k_normal, kt_ratio,
+                           mu_tab, zeta, both, limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist,
+                           sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, acc, gctl):
             return it
     return n_steps
 
@@ -616,6 +619,7 @@ class LevelSetBodies:
         self.t_nodes = np.ascontiguousarray(np.concatenate([t.nodes for t in T]))
         self.t_areas = np.concatenate([t.areas for t in T])
         self.t_radius = np.array([t.bounding_radius for t in T], dtype=np.float64)
+        self._culling()
         # the marching-cubes surfaces, for output (VTK) only
         self.t_vert = np.ascontiguousarray(np.concatenate([t.surface_vertices for t in T]), dtype=np.float64)
         self.t_vert_off = np.cumsum([0] + [len(t.surface_vertices) for t in T]).astype(np.int64)
@@ -653,6 +657,12 @@ class LevelSetBodies:
         self._scratch()
         update_rotations(self.quat, self.rot, self.angmom, self.inertia, self.omega, self.motion)
 
+    def _culling(self):
+        # derived from the template arrays (so not in a checkpoint): the node trees and interior boxes
+        # that the node pass culls with (contact.node_tree)
+        self.t_cull = culling_arrays(self.t_phi, self.t_phi_off, self.t_shape, self.t_origin, self.t_h, self.t_nodes,
+                                     self.t_node_off)
+
     def _scratch(self):
         m = 2 * int(np.max(np.diff(self.t_node_off)))
         self.sc_owner = np.zeros(m, dtype=np.int64)
@@ -674,7 +684,7 @@ class LevelSetBodies:
 
     def _template_args(self):
         return (self.tmpl, self.t_phi, self.t_phi_off, self.t_shape, self.t_origin, self.t_h, self.t_node_off,
-                self.t_nodes, self.t_areas, self.t_radius)
+                self.t_nodes, self.t_areas, self.t_radius, self.t_cull)
 
     def _contact_args(self, c):
         return (c["law_code"], c["stiffness"], c["kt_ratio"], self.mu_tab, c["damping_ratio"], c["contact"] == "both")
@@ -695,8 +705,8 @@ class LevelSetBodies:
             self._grow_pairs()
 
     def _finish(self, dt, alpha, gravity, cell, periodic, walls, contact, limit, acc):
-        return finish_step(dt, alpha, self.pairs, *self._template_args(), *self._body_args(), gravity, cell, periodic, walls,
-                           self.wall_mat, *self._contact_args(contact), limit, self.hist_off, self.shear,
+        return finish_step(dt, alpha, self.pairs, *self._template_args(), *self._body_args(), gravity, cell, periodic,
+                           walls, self.wall_mat, *self._contact_args(contact), limit, self.hist_off, self.shear,
                            self.partner, self.last_step, *self._scratch_args(), acc, self.gctl)
 
     def forces(self, dt, gravity, cell, periodic, walls, contact, skin, limit, acc):
@@ -828,6 +838,7 @@ class LevelSetBodies:
             if name in cls._PADDED and a.size < cls._PADDED[name]:
                 a = np.concatenate([a, np.zeros(cls._PADDED[name] - a.size, dtype=a.dtype)])
             setattr(self, name, a)
+        self._culling()
         self._scratch()
         if "grain_cp_x" in arrays:
             n = min(len(arrays["grain_cp_x"]), len(self.cp_x))

@@ -339,7 +339,7 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
     law, rule, curvature_limit, max_iter, zeta, mtab, n_mat = lawp
     pfs, pist, pcq, prow, wfs, wist, wcq, wrow, hacc, pts, nxt, meta = rows
     (ltab, n_law, k_node, kt_ratio, zeta_node, both, t_phi, t_phi_off, t_shape, t_origin, t_areas, hist_off, shear,
-     partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mu_tab) = nodes
+     partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mu_tab, t_cull) = nodes
     cp_x, cp_f, cp_ij, energy, gctl = out
     n_grains = pos.shape[0]
     n_walls = walls.shape[0]
@@ -390,13 +390,12 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
             if ltab[material[i] * n_mat + material[j]] == 0:
                 if far:
                     continue
-                n_cp, touched = node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape,
-                                                 t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius, pos, vel,
-                                                 omega, rot, mass, motion, radius, material, force, torque, cell,
-                                                 walls, n_law, k_node, kt_ratio, mu_tab, zeta_node, both, limit,
-                                                 hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist,
-                                                 sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy,
-                                                 acc, gctl)
+                n_cp, touched = node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape, t_origin,
+                                                 t_h, t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, vel, omega,
+                                                 rot, mass, motion, radius, material, force, torque, cell, walls, n_law,
+                                                 k_node, kt_ratio, mu_tab, zeta_node, both, limit, hist_off, shear,
+                                                 partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
+                                                 sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl)
                 if n_cp < 0:
                     return -1
                 n_touch += touched
@@ -818,7 +817,7 @@ class HertzRows:
                                       float(node["damping_ratio"]), node["contact"] == "both")
         return (self.laws, law, k, kt, zeta, both, b.t_phi, b.t_phi_off, b.t_shape, b.t_origin, b.t_areas, b.hist_off,
                 b.shear, b.partner, b.last_step, b.sc_owner, b.sc_other, b.sc_hist, b.sc_x, b.sc_g, b.sc_delta, b.sc_k,
-                b.sc_e, b.mu_tab)
+                b.sc_e, b.mu_tab, b.t_cull)
 
     def _law(self, contact):
         """(the kernel of the tangential law, energy accounting on)."""

@@ -266,16 +266,16 @@ def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, p
     grains' own (gravity, grain pairs, walls; levelset.grain_forces), then the grain-sphere
     contacts, whose energies go to `sg_energy` (levelset_contact.E_*). False if a contact
     diverged (gctl or mctl names it)."""
-    tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius = tpl
+    tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes, t_areas, t_radius, t_cull = tpl
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, force, torque = gb
     law, k_normal, kt_ratio, mu_tab, zeta, both = gc
     hist_off, shear, partner, last_step = gh
     sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy = gs
-    n_cp = grain_forces(step, dt, g_pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                        t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius, material,
-                        force, torque, gravity, cell, periodic, g_walls, wall_mat, law, k_normal, kt_ratio, mu_tab,
-                        zeta, both, limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x,
-                        sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, energy, g_acc, gctl)
+    n_cp = grain_forces(step, dt, g_pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
+                        t_nodes, t_areas, t_radius, t_cull, pos, vel, omega, rot, mass, motion, radius, material, force,
+                        torque, gravity, cell, periodic, g_walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, both,
+                        limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
+                        sc_k, sc_e, cp_x, cp_f, cp_ij, energy, g_acc, gctl)
     if n_cp < 0:
         mctl[MC_STATUS] = MC_GRAIN_DIVERGED
         return False

@@ -58,7 +58,7 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
     pos, vel, quat, rot, angmom, omega, mass, inertia, motion, radius, material, req, force, torque = grains
     law, rule, curvature_limit, max_iter, zeta, mtab, n_mat = lawp
     (ltab, n_law, k_node, kt_ratio, zeta_node, both, t_phi, t_phi_off, t_shape, t_origin, t_areas, hist_off, shear,
-     partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mu_tab) = nodes
+     partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, mu_tab, t_cull) = nodes
     s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque = spheres
     fs, ist, cq, row, hacc, pts, nxt, meta = sgrows
     G = pos.shape[0]

@@ -92,14 +92,18 @@ def query_points(phi, off, nx, ny, nz, ox, oy, oz, h, pts, out):
         out[m, 3] = gz
 
 
-@njit
+@njit(_nrt=False)
 def collect_nodes_in(o, p, ex, ey, ez, weight, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
-                     t_nodes, t_areas, t_radius, pos, rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
-                     sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
-    """Append the nodes of grain o that penetrate grain p to the scratch arrays; returns the new count.
+                     t_nodes, t_areas, t_radius, t_cull, pos, rot, law, k_normal, hist_off, sc_owner, sc_other,
+                     sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
+    """Append the nodes of grain o that penetrate grain p to the scratch arrays, in the order of o's
+    template nodes; returns the new count.
 
     (ex, ey, ez): the centre of p (the image that touches o, in a periodic cell) minus the centre of o;
-    it is stored with each node (sc_e) so that apply_scratch takes p's lever arms from that image."""
+    it is stored with each node (sc_e) so that apply_scratch takes p's lever arms from that image.
+    t_cull: the templates' culling arrays (contact.node_tree.culling_arrays): o's node tree is walked
+    against p's bounding sphere and p's interior box, and only the nodes of the leaves that meet
+    both are tried, each by the exact tests (bounding sphere, inside p's grid, phi_p < 0)."""
     to = tmpl[o]
     tp = tmpl[p]
     reach = t_radius[tp] + 2.0 * t_h[tp]
@@ -125,48 +129,111 @@ def collect_nodes_in(o, p, ex, ey, ez, weight, tmpl, t_phi, t_phi_off, t_shape, 
     tx = -(rot[p, 0, 0] * ex + rot[p, 1, 0] * ey + rot[p, 2, 0] * ez)
     ty = -(rot[p, 0, 1] * ex + rot[p, 1, 1] * ey + rot[p, 2, 1] * ez)
     tz = -(rot[p, 0, 2] * ex + rot[p, 1, 2] * ey + rot[p, 2, 2] * ez)
-    for a in range(t_node_off[to], t_node_off[to + 1]):
-        bx = t_nodes[a, 0]
-        by = t_nodes[a, 1]
-        bz = t_nodes[a, 2]
-        dx = bx - cx
-        dy = by - cy
-        dz = bz - cz
-        if dx * dx + dy * dy + dz * dz > reach2:
+    tree_off, tree, link, tree_node, box = t_cull
+    lox, loy, loz = box[tp, 0], box[tp, 1], box[tp, 2]
+    hix, hiy, hiz = box[tp, 3], box[tp, 4], box[tp, 5]
+    ulx, uly, ulz = (lox - ox) / h, (loy - oy) / h, (loz - oz) / h
+    uhx, uhy, uhz = (hix - ox) / h, (hiy - oy) / h, (hiz - oz) / h
+    first = n_sc
+    base = t_node_off[to]
+    r = tree_off[to]
+    while r < tree_off[to + 1]:
+        # a row's sphere (centre c_r, radius rho) in o's frame: its nodes lie within rho of c_r, and
+        # M is a rotation, so they lie within rho of M c_r + t in p's frame as well
+        px = tree[r, 0]
+        py = tree[r, 1]
+        pz = tree[r, 2]
+        rho = tree[r, 3]
+        dx = px - cx
+        dy = py - cy
+        dz = pz - cz
+        lim = reach + rho
+        qx = m00 * px + m01 * py + m02 * pz + tx
+        qy = m10 * px + m11 * py + m12 * pz + ty
+        qz = m20 * px + m21 * py + m22 * pz + tz
+        if (dx * dx + dy * dy + dz * dz > lim * lim or qx + rho < lox or qx - rho > hix or qy + rho < loy
+                or qy - rho > hiy or qz + rho < loz or qz - rho > hiz):
+            r = link[r, 0]
             continue
-        qx = m00 * bx + m01 * by + m02 * bz + tx
-        qy = m10 * bx + m11 * by + m12 * bz + ty
-        qz = m20 * bx + m21 * by + m22 * bz + tz
-        val, gx, gy, gz, inside = trilinear(t_phi, off, nx, ny, nz, ox, oy, oz, h, qx, qy, qz)
-        # a node outside p's grid is not in contact with p: the grid's margin holds every penetration
-        if not inside or val >= 0.0:
-            continue
-        wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
-        wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
-        wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
-        s = n_sc
-        sc_owner[s] = o
-        sc_other[s] = p
-        sc_hist[s] = hist_off[o] + (a - t_node_off[to])
-        sc_x[s, 0] = wx
-        sc_x[s, 1] = wy
-        sc_x[s, 2] = wz
-        sc_g[s, 0] = rot[p, 0, 0] * gx + rot[p, 0, 1] * gy + rot[p, 0, 2] * gz
-        sc_g[s, 1] = rot[p, 1, 0] * gx + rot[p, 1, 1] * gy + rot[p, 1, 2] * gz
-        sc_g[s, 2] = rot[p, 2, 0] * gx + rot[p, 2, 1] * gy + rot[p, 2, 2] * gz
-        sc_delta[s] = -val
-        sc_e[s, 0] = ex
-        sc_e[s, 1] = ey
-        sc_e[s, 2] = ez
-        if law == LAW_AREA:
-            sc_k[s] = weight * k_normal * t_areas[a]
-        else:
-            sc_k[s] = weight * k_normal
-        n_sc += 1
+        for k in range(link[r, 1], link[r, 2]):
+            a = base + tree_node[k]
+            bx = t_nodes[a, 0]
+            by = t_nodes[a, 1]
+            bz = t_nodes[a, 2]
+            dx = bx - cx
+            dy = by - cy
+            dz = bz - cz
+            if dx * dx + dy * dy + dz * dz > reach2:
+                continue
+            qx = m00 * bx + m01 * by + m02 * bz + tx
+            qy = m10 * bx + m11 * by + m12 * bz + ty
+            qz = m20 * bx + m21 * by + m22 * bz + tz
+            # the box test in grid units, on the very coordinates the trilinear lookup computes
+            if ((qx - ox) / h < ulx or (qx - ox) / h > uhx or (qy - oy) / h < uly or (qy - oy) / h > uhy
+                    or (qz - oz) / h < ulz or (qz - oz) / h > uhz):
+                continue
+            val, gx, gy, gz, inside = trilinear(t_phi, off, nx, ny, nz, ox, oy, oz, h, qx, qy, qz)
+            # a node outside p's grid is not in contact with p: the grid's margin holds every penetration
+            if not inside or val >= 0.0:
+                continue
+            wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
+            wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
+            wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
+            s = n_sc
+            sc_owner[s] = o
+            sc_other[s] = p
+            sc_hist[s] = hist_off[o] + tree_node[k]
+            sc_x[s, 0] = wx
+            sc_x[s, 1] = wy
+            sc_x[s, 2] = wz
+            sc_g[s, 0] = rot[p, 0, 0] * gx + rot[p, 0, 1] * gy + rot[p, 0, 2] * gz
+            sc_g[s, 1] = rot[p, 1, 0] * gx + rot[p, 1, 1] * gy + rot[p, 1, 2] * gz
+            sc_g[s, 2] = rot[p, 2, 0] * gx + rot[p, 2, 1] * gy + rot[p, 2, 2] * gz
+            sc_delta[s] = -val
+            sc_e[s, 0] = ex
+            sc_e[s, 1] = ey
+            sc_e[s, 2] = ez
+            if law == LAW_AREA:
+                sc_k[s] = weight * k_normal * t_areas[a]
+            else:
+                sc_k[s] = weight * k_normal
+            n_sc += 1
+        r += 1
+    # the tree visits the nodes in its own order; the forces are summed in the template's
+    sort_rows_by_node(first, n_sc, sc_hist, sc_x, sc_g, sc_delta, sc_k)
     return n_sc
 
 
-@njit
+@njit(_nrt=False, inline="always")
+def sort_rows_by_node(first, end, sc_hist, sc_x, sc_g, sc_delta, sc_k):
+    """Order the scratch rows first .. end - 1 of one grain pair direction by node (sc_hist; insertion
+    sort: a direction holds a few rows). Owner, partner and branch (sc_owner, sc_other, sc_e) are
+    the same in all of them."""
+    for s in range(first + 1, end):
+        key = sc_hist[s]
+        if sc_hist[s - 1] <= key:
+            continue
+        x0, x1, x2 = sc_x[s, 0], sc_x[s, 1], sc_x[s, 2]
+        g0, g1, g2 = sc_g[s, 0], sc_g[s, 1], sc_g[s, 2]
+        delta = sc_delta[s]
+        k = sc_k[s]
+        t = s
+        while t > first and sc_hist[t - 1] > key:
+            sc_hist[t] = sc_hist[t - 1]
+            for d in range(3):
+                sc_x[t, d] = sc_x[t - 1, d]
+                sc_g[t, d] = sc_g[t - 1, d]
+            sc_delta[t] = sc_delta[t - 1]
+            sc_k[t] = sc_k[t - 1]
+            t -= 1
+        sc_hist[t] = key
+        sc_x[t, 0], sc_x[t, 1], sc_x[t, 2] = x0, x1, x2
+        sc_g[t, 0], sc_g[t, 1], sc_g[t, 2] = g0, g1, g2
+        sc_delta[t] = delta
+        sc_k[t] = k
+
+
+@njit(_nrt=False)
 def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal, hist_off,
                        sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
     """Append the nodes of grain o below wall w (a row of the Simulation's walls: point, inward
@@ -206,7 +273,7 @@ def full_weight_stiffness(law, k_normal, area):
     return k_normal * area if law == LAW_AREA else k_normal
 
 
-@njit
+@njit(_nrt=False)
 def collect_nodes_in_sphere(o, code, ex, ey, ez, R, tmpl, t_node_off, t_nodes, t_areas, pos, rot, law, k_normal,
                             hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
     """Append the nodes of grain o inside a sphere of radius R centred at x_o + (ex, ey, ez) (the
@@ -317,7 +384,7 @@ def add_stress(acc, g0, g1, g2, l0, l1, l2):
     acc[ACC_STRESS + 8] += g2 * l2
 
 
-@njit
+@njit(_nrt=False)
 def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, m_eff, zeta, kt_ratio,
                   mu, dt, step, pos, vel, omega, force, torque, vel_p, omega_p, force_p, torque_p, p_base, shear,
                   partner, last_step, walls, cell, cp_x, cp_f, cp_ij, n_cp, energy, acc):
