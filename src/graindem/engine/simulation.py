@@ -41,9 +41,9 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
                            CTL_DIVERGE_OVERLAP, CTL_DT, CTL_G, CTL_GAIN, CTL_INTEGRAL, CTL_LOCAL_DAMP,
                            CTL_MAXRATE, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN, CTL_TARGET, CTL_VISC,
                            ICTL_ENERGY, ICTL_LAW, ICTL_MODE, ICTL_N, ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS,
-                           ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, N_CTL,
-                           N_ICTL, N_OUT, N_PK, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS,
-                           PAIR_INDEX, PAIR_INDEX_MAX, PK_CN, STATUS_DIVERGED, STATUS_PAIRS_FULL)
+                           ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0,
+                           N_CONTACT_LIMBS, N_CTL, N_ICTL, N_OUT, N_PK, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
+                           OUT_STEPS, PAIR_INDEX, PAIR_INDEX_MAX, PK_CN, STATUS_DIVERGED, STATUS_PAIRS_FULL)
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 from .deformable_setup import DeformableGrains
@@ -171,8 +171,8 @@ class Simulation(DeformableGrains, MixedBodies):
         self.shear = np.zeros(3)  # prescribed velocity gradients L_xy, L_xz, L_yz (control_shear)
         self.ready = False
         self.timing = {"run_s": 0.0, "steps": 0}
-        # the exact accumulator of the stress sum (engine.pair_pass.stress_sum)
-        self.stress_limbs = new_accumulator(9)
+        # the exact accumulator of the step's contact sums: the stress sum, the viscous work (layout.LIMB_*)
+        self.stress_limbs = new_accumulator(N_CONTACT_LIMBS)
         self._grain_templates = []
         self._grain_batches = []
         self.grain_contact = None
