@@ -908,9 +908,12 @@ class Simulation(DeformableGrains, MixedBodies):
         self.adaptive_dt_interval = interval
         self._dt_announced = self.dt if getattr(self, "ready", False) else None
 
-    def adapt_dt(self):
-        """Set dt = dt_fraction * dt_crit now (what adaptive_dt does every adaptive_dt_interval steps)."""
-        crit = self.critical_time_step()
+    def adapt_dt(self, crit=None):
+        """Set dt = dt_fraction * dt_crit now (what adaptive_dt does every adaptive_dt_interval steps).
+        crit: dt_crit when it is known (a decomposed run computes it from the overlaps of all ranks),
+        else critical_time_step()."""
+        if crit is None:
+            crit = self.critical_time_step()
         old = self.dt
         new = self.dt_fraction * crit
         self.dt_crit = crit
@@ -1130,11 +1133,14 @@ class Simulation(DeformableGrains, MixedBodies):
             return self._mixed_critical_time_step()
         if self.grains is not None:
             return self._grain_critical_time_step()
-        return self._sphere_critical_time_step()
+        return self.sphere_critical_time_step()
 
-    def _sphere_critical_time_step(self):
-        i, j, d, dist, delta = self._pair_geometry()
-        dmax = float(delta.max()) if delta.size else 0.0
+    def sphere_critical_time_step(self, dmax=None):
+        """critical_time_step() of spheres; dmax: the largest overlap of the listed pairs (negative
+        when none touches), computed from them when None (a decomposed run passes that of all ranks)."""
+        if dmax is None:
+            i, j, d, dist, delta = self._pair_geometry()
+            dmax = float(delta.max()) if delta.size else 0.0
         ref = self.reference_overlap if self.reference_overlap is not None else 0.01 * float(self.radius.min())
         dref = dmax if (self.adaptive_dt and dmax > 0.0) else max(dmax, ref)
         r = self.radius
