@@ -79,14 +79,14 @@ CASE = textwrap.dedent('''
         """A box of five fixed walls and a lid moving down at 20 m/s, under a slanted gravity: the
         spheres, placed in a periodic cube with the walls 1 mm outside it, start against the walls
         and each other (radii grown after placement) and are squeezed; wall rows cross the
-        subdomain boundaries and travel with their spheres."""
+        subdomain boundaries and travel with their spheres, with their rolling and twisting state."""
         rng = np.random.default_rng(seed)
         r = rng.uniform(0.8, 1.2, n) * 1e-3
         L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.35) ** (1.0 / 3.0)
         pos = random_gas(n, r, np.full(3, L), rng)
         sim = Simulation(law="jaeger", E=70e9, nu=0.25, mu=0.5, density=2500.0, local_damping=0.1,
                          max_initial_overlap=0.5, dt_fraction=0.2, gravity=(2e4, 1e4, -5e4), restitution=0.5,
-                         energy_accounting=True)
+                         energy_accounting=True, rolling=0.1, twisting=True)
         lo, hi = np.full(3, -1e-3), np.full(3, L + 1e-3)
         sim.set_box(lo, hi)
         for k in range(3):
@@ -164,6 +164,10 @@ def assert_same_run(sim, ref):
         assert np.array_equal(a[name][:mw], b[name][:mw]), name
     assert np.array_equal(a["wist"][:mw, S.I_LEN], b["wist"][:mw, S.I_LEN])
     assert _wall_histories(sim) == _wall_histories(ref)
+    if "prs" in b:  # rolling and twisting state, and the energy of the rows that left the list
+        assert np.array_equal(a["prs"][:m], b["prs"][:m])
+        assert np.array_equal(a["wrs"][:mw], b["wrs"][:mw])
+        assert np.array_equal(a["rrel"], b["rrel"])
     exact = np.arange(b["acc"].size) != ACC_LOCAL_WORK
     assert np.array_equal(a["acc"][exact], b["acc"][exact])
     assert a["acc"][ACC_LOCAL_WORK] == pytest.approx(b["acc"][ACC_LOCAL_WORK], rel=1e-12)
@@ -367,6 +371,7 @@ def test_a_walled_box_with_a_moving_lid_runs_the_serial_trajectory_on_2_ranks_an
     assert m["n_rebuilds"] >= 3 and m["n_wall_contacts"] >= 20
     assert ref.walls[5, 2] < lid and ref.acc[ACC_BOUNDARY_WORK] != 0.0  # the lid moved and worked
     assert ref.acc[ACC_VISC_WORK] > 0.0  # viscous damping in pair and wall rows
+    assert m["rolling_energy"] > 0.0 and ref.rrel[0] > 0.0  # rolling state, and rows that left with some
     assert max(len(h) for h in _wall_histories(ref)) >= 2  # Jäger histories of wall contacts
     one, _ = checkpoint.load(two_ranks / "walled150.h5")  # written on 2 ranks, continued on 1
     assert np.array_equal(one.state_dict()[0]["wfs"], half[0]["wfs"])
@@ -454,12 +459,10 @@ def test_bad_decompositions_are_refused_with_the_reason():
         sim.setup()
         return sim
 
-    with pytest.raises(ValueError, match=r"rolling/twisting resistance does not run decomposed"):
-        check_decomposable(one_wall(rolling=0.1), 2)
     with pytest.raises(ValueError, match=r"sort_particles=True does not run decomposed"):
         check_decomposable(one_wall(sort_particles=True), 2)
-    # walls, viscous damping, energy accounting and an adapted time step run decomposed
-    check_decomposable(one_wall(restitution=0.5, energy_accounting=True, adaptive_dt=True), 2)
+    # walls, viscous damping, energy accounting, an adapted time step and rolling resistance run decomposed
+    check_decomposable(one_wall(restitution=0.5, energy_accounting=True, adaptive_dt=True, rolling=0.1), 2)
     with pytest.raises(ValueError, match="41 MPI ranks for 40 spheres"):
         check_decomposable(sim, 41)
     sim.control_axis(0, stress=1e5)

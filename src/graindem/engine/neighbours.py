@@ -138,7 +138,8 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     dissipation to acc[ACC_DISS_RELEASED] (the build's rows summed exactly, core.exact_sum, and
     added once: the same bits whatever the order of the rows, as an MPI rebuild sums them). The
     rows' rolling/twisting state (prs, wrs: no columns when the run has none) is carried with them;
-    a row that leaves hands its dissipation, and the energy its springs still hold, to rrel[0]. A
+    a row that leaves hands its dissipation, and the energy its springs still hold, to rrel[0]
+    (summed in the same way). A
     row keeps the orientation it was created with (which particle is pi), so rows are grouped by
     the lower index but pi may be the higher one.
     """
@@ -281,14 +282,15 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                             _clear_row(qfs, qist, qcq, k)
                         k += 1
     newstart[n] = k
-    released = np.zeros((1, N_LIMBS), dtype=np.int64)
+    # the rows that leave: their frictional dissipation (row 0) and rolling energy (row 1)
+    released = np.zeros((2, N_LIMBS), dtype=np.int64)
     for o in range(npairs_old):
         if not carried[o]:
             if pist[o, S.I_HEAD] >= 0:
                 release(pts, nxt, meta, pist[o, S.I_HEAD])
             exact_add(released, 0, pfs[o, S.F_DISS])
             if nrs:
-                rrel[0] += released_energy(prs, o)
+                exact_add(released, 1, released_energy(prs, o))
     for c in range(k):
         a = qi[c]
         b = qj[c]
@@ -345,8 +347,10 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                 release(pts, nxt, meta, oist[o, S.I_HEAD])
             exact_add(released, 0, ofs[o, S.F_DISS])
             if nrs:
-                rrel[0] += released_energy(owrs, o)
+                exact_add(released, 1, released_energy(owrs, o))
     acc[ACC_DISS_RELEASED] += exact_value(released, 0)
+    if nrs:
+        rrel[0] += exact_value(released, 1)
     for q in range(nc, nc_old):
         _clear_row(wfs, wist, wcq, q)
         for f in range(nrs):

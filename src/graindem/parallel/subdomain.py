@@ -75,17 +75,10 @@ RANK_TOTALS = (ACC_BOUNDARY_WORK, ACC_VISC_WORK, ACC_DISS_RELEASED)
 
 def check_decomposable(sim, nranks):
     """Refuse, before any step, what does not run decomposed yet (or cannot)."""
-    what = None
-    if sim.prs.shape[1]:
-        what = "rolling/twisting resistance"
-    elif sim.ictl[ICTL_SORT]:
-        what = "sort_particles=True"
-    if what is not None:
-        raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
-                         "support spheres in a box, periodic or not, fixed, stretched by prescribed strain rates, "
-                         "sheared or driven by the stress servo, with plane walls moving at prescribed velocities, "
-                         "viscous damping (restitution), energy accounting and adaptive_dt; see "
-                         "docs/parallel-mpi.md)")
+    if sim.ictl[ICTL_SORT]:
+        raise ValueError("sort_particles=True does not run decomposed over MPI ranks: run on one rank, or without "
+                         "it (the renumbering would break the global order of the spheres that the ranks' "
+                         "neighbour builds rely on; see docs/parallel-mpi.md)")
     if sim.n < nranks:
         raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
                          "of spheres (every rank owns at least one)")
@@ -169,7 +162,8 @@ def pack_owned_wall_rows(src, gid, owned):
     keys = src.wcand[:int(src.ictl[ICTL_NWCAND])] if nw else np.zeros(0, dtype=np.int64)
     spheres = keys // max(nw, 1)
     rows = np.flatnonzero(owned[spheres])
-    return pack_wall_rows(gid, src.wcand, max(nw, 1), src.wfs, src.wist, src.wcq, src.store, rows), spheres[rows]
+    return (pack_wall_rows(gid, src.wcand, max(nw, 1), src.wfs, src.wist, src.wcq, src.wrs, src.store, rows),
+            spheres[rows])
 
 
 class Subdomain:
@@ -221,7 +215,7 @@ class Subdomain:
         local = np.flatnonzero(mine | near[:, self.rank])
         m = int(sim.ictl[ICTL_NPAIRS])
         rows = np.flatnonzero(mine[sim.pi[:m]] | mine[sim.pj[:m]])
-        packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.store, rows)
+        packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.prs, sim.store, rows)
         # the wall rows of the owned spheres, which only their owner holds (in the serial order)
         packed_rows = join_rows(packed_rows, pack_owned_wall_rows(sim, gid, mine)[0])
         self._assemble(sim, *pack_bodies(sim, local, gid, owner[local]), *packed_rows, listed=True)
@@ -229,6 +223,7 @@ class Subdomain:
         # stress sum of the last step is held by the ranks' accumulators together
         for k in RANK_TOTALS:
             self.local.acc[k] = sim.acc[k]
+        self.local.rrel[:] = sim.rrel
         if self.rank == 0:
             self.local.stress_limbs[:] = sim.stress_limbs
 
@@ -294,7 +289,8 @@ class Subdomain:
             needed = store_capacity((ints, floats, pts, slips), wall_rows)
             if store.capacity < needed:
                 L.store = store = HistoryStore(needed)
-            unpack_rows_into((ints, floats, pts, slips), wall_rows, (L.pfs, L.pist, L.pcq), (L.wfs, L.wist, L.wcq),
+            unpack_rows_into((ints, floats, pts, slips), wall_rows, (L.pfs, L.pist, L.pcq, L.prs),
+                             (L.wfs, L.wist, L.wcq, L.wrs),
                              store, top, wall_top)
             L.pi[:m] = li
             L.pj[:m] = lj
@@ -325,7 +321,8 @@ class Subdomain:
         n = bf.shape[0]
         m = pairs[0].shape[0]
         nw = self.n_walls
-        (pfs, pist, pcq), (wfs, wist, wcq), store = unpack_rows(pairs, wall_rows, cap, n * nw)
+        nrs = src.prs.shape[1]
+        (pfs, pist, pcq, prs), (wfs, wist, wcq, wrs), store = unpack_rows(pairs, wall_rows, cap, n * nw, nrs)
         wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
         wcand[:wall_keys.size] = wall_keys
         pi = np.zeros(cap, dtype=PAIR_INDEX)
@@ -349,6 +346,8 @@ class Subdomain:
                   "pist": pist, "pcq": pcq, "wfs": wfs, "wist": wist, "wcq": wcq,
                   "acc": np.zeros(N_ACC0 + 3 * nw), "L0": src.L0, "materials": src.materials, "mu_pair": src.mu_pair,
                   "store_pts": store.pts, "store_nxt": store.nxt, "store_meta": store.meta}
+        if nrs:
+            arrays.update({"rolling_pairs": src.rolling_pairs, "prs": prs, "wrs": wrs, "rrel": src.rrel.copy()})
         return Simulation.from_state({k: np.ascontiguousarray(v) for k, v in arrays.items()}, self.meta)
 
     @staticmethod
@@ -384,6 +383,7 @@ class Subdomain:
             a = getattr(L, name)
             a[:mw] = a[keep]
         S.clear_rows(L.wfs, L.wist, L.wcq, mw, nc)
+        L.wrs[mw:nc] = 0.0
         L.ictl[ICTL_NWCAND] = mw
 
     def _prepare_steps(self):
@@ -606,7 +606,7 @@ class Subdomain:
         bf, bi = pack_bodies(L, own, self.gid, new_owner[own])
         m = int(L.ictl[ICTL_NPAIRS])
         rows = np.flatnonzero(self.authoritative[:m])
-        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store, rows)
+        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.prs, L.store, rows)
         oi = new_owner[L.pi[rows]]
         oj = new_owner[L.pj[rows]]
         to = [(oi == r) | (oj == r) for r in range(self.size)]
@@ -622,17 +622,23 @@ class Subdomain:
         rpts, rslips = alltoallv_rows(c, [pts[p] for p in pmask], [slips[p, None] for p in pmask])
         self.local_work += float(L.acc[ACC_LOCAL_WORK])
         totals = L.acc[list(RANK_TOTALS)].copy()
+        rolling_released = L.rrel.copy()
         wall_forces = L.acc[ACC_WALL:ACC_WALL + 3 * self.n_walls].copy()
         limbs = L.stress_limbs
         self._assemble(L, rbf, rbi, rri, rrf, rpts, rslips[:, 0], listed=False)
         L.acc[list(RANK_TOTALS)] = totals
+        L.rrel[:] = rolling_released
         L.acc[ACC_WALL:ACC_WALL + 3 * self.n_walls] = wall_forces
         L.stress_limbs = limbs
-        L.acc[ACC_DISS_RELEASED] += self._released_dissipation(rri, rrf)
+        friction, rolling = self._released_dissipation(rri, rrf)
+        L.acc[ACC_DISS_RELEASED] += friction
+        if L.prs.shape[1]:
+            L.rrel[0] += rolling
 
     def _released_dissipation(self, ints, floats):
-        """The frictional dissipation of the rows the rebuild dropped, as the serial build sums it
-        (engine.neighbours.build_pairs: exactly, over every row that left the list). ints, floats: the
+        """(frictional dissipation, rolling energy) of the rows the rebuild dropped, as the serial
+        build sums them (engine.neighbours.build_pairs: exactly, over every row that left the list;
+        contact.rolling.released_energy of their rolling state). ints, floats: the
         rows this rank received (row_transfer). A dropped pair row is counted by the new owner of its
         lower-id sphere (it received the row once, from the row's last authority), a dropped wall row
         by the new owner of its sphere (its only holder); the ranks' exact sums are added as
@@ -655,11 +661,13 @@ class Subdomain:
         listed = np.concatenate([np.minimum(a, b) * n_total + np.maximum(a, b),
                                  -1 - (self.gid[spheres] * nw + L.wcand[:nc] - spheres * nw)])
         dropped = mine & ~np.isin(keys, listed)
-        limbs = new_accumulator(1)
+        limbs = new_accumulator(2)
         exact_add_all(limbs, 0, np.ascontiguousarray(floats[dropped, S.F_DISS]))
-        total = new_accumulator(1)
+        if floats.shape[1] > ROW_FLOATS:
+            exact_add_all(limbs, 1, RL.released_energies(np.ascontiguousarray(floats[dropped, ROW_FLOATS:])))
+        total = new_accumulator(2)
         self.comm.Allreduce(limbs, total, op=self.sum_op)
-        return exact_value(total, 0)
+        return exact_value(total, 0), exact_value(total, 1)
 
     # ------------------------------------------------------------ gathering
     def gather_into(self, sim):
@@ -675,12 +683,12 @@ class Subdomain:
         if not np.array_equal(BI[order, 0], np.arange(sim.n)):
             raise RuntimeError("the ranks' owned spheres are not each sphere exactly once")
         m = int(L.ictl[ICTL_NPAIRS])
-        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store,
+        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.prs, L.store,
                                              np.flatnonzero(self.authoritative[:m]))
         ints, floats, pts, slips = join_rows((ints, floats, pts, slips),
                                              pack_owned_wall_rows(L, self.gid, np.ones(L.n, dtype=bool))[0])
         RI, _ = allgatherv(c, ints, ROW_INTS)
-        RF, _ = allgatherv(c, floats, ROW_FLOATS)
+        RF, _ = allgatherv(c, floats, ROW_FLOATS + L.prs.shape[1])
         P, _ = allgatherv(c, pts, 4)
         SL, _ = allgatherv(c, slips, 1)
         sums, _ = allgatherv(c, np.array([[self.local_work + float(L.acc[ACC_LOCAL_WORK])]]), 1)
@@ -694,6 +702,7 @@ class Subdomain:
             acc[ACC_STRESS + k] = exact_value(sim.stress_limbs, k)
         for k in RANK_TOTALS:
             acc[k] = L.acc[k]
+        sim.rrel[:] = L.rrel
         nw = self.n_walls
         acc[ACC_WALL:ACC_WALL + 3 * nw] = L.acc[ACC_WALL:ACC_WALL + 3 * nw]
         (RI, RF, P, SL), wall_rows = split_wall_rows(RI, RF, P, SL[:, 0])
@@ -703,8 +712,8 @@ class Subdomain:
         nrows = RI.shape[0]
         sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
         cap = sim.pi.shape[0]
-        (sim.pfs, sim.pist, sim.pcq), (sim.wfs, sim.wist, sim.wcq), sim.store = unpack_rows(
-            (RI, RF, P, SL), take_rows(*wall_rows, order), cap, sim.n * nw)
+        (sim.pfs, sim.pist, sim.pcq, sim.prs), (sim.wfs, sim.wist, sim.wcq, sim.wrs), sim.store = unpack_rows(
+            (RI, RF, P, SL), take_rows(*wall_rows, order), cap, sim.n * nw, L.prs.shape[1])
         sim.wcand[:order.size] = wall_keys[order]
         # the serial list: its rows are grouped by their lower sphere in id order, and each group is
         # held whole, in the serial order, by the rank that owns that sphere (whose local build lists
@@ -712,7 +721,7 @@ class Subdomain:
         # unpack_rows laid it, its head travelling with the row
         lower = np.minimum(RI[:, 0], RI[:, 1])
         rows = np.argsort(lower, kind="stable")
-        for a in (sim.pfs, sim.pist, sim.pcq):
+        for a in (sim.pfs, sim.pist, sim.pcq, sim.prs):
             a[:nrows] = a[rows]
         sim.pi[:nrows] = RI[rows, 0]
         sim.pj[:nrows] = RI[rows, 1]
