@@ -18,7 +18,7 @@ import pytest
 
 from graindem.boundaries.walls import wall_forces
 from graindem.core.exact_sum import new_accumulator
-from graindem.core.layout import ACC_STRESS, ACC_WALL, ICTL_LAW, ICTL_NPAIRS, N_PRM, PAIR_INDEX
+from graindem.core.layout import ACC_STRESS, ACC_WALL, ICTL_LAW, ICTL_NPAIRS, N_CONTACT_LIMBS, N_PRM, PAIR_INDEX
 from graindem.engine.history import refresh_live
 from graindem.engine.pair_pass import ALL_STRESS_COMPONENTS, N_SC, pair_forces
 from graindem.engine.simulation import Simulation
@@ -61,7 +61,8 @@ def _wall_call(sim, prm):
     # the walls' share of the stress sum alone: an empty accumulator in place of the pair pass's
     ok = wall_forces(sim.pos, sim.vel, sim.omega, sim.force, sim.torque, sim.radius, prm, sim.mtab, sim.ctl,
                      sim.ictl, sim.walls, sim.wcand, sim.wfs, sim.wist, sim.wcq, sim.wk, sim.wm, st.pts, st.nxt,
-                     st.meta, sim.acc, sim.out, new_accumulator(9), new_accumulator(3 * sim.walls.shape[0]),
+                     st.meta, sim.acc, sim.out, new_accumulator(N_CONTACT_LIMBS),
+                     new_accumulator(3 * sim.walls.shape[0]),
                      ALL_STRESS_COMPONENTS)
     assert ok
 

@@ -19,11 +19,11 @@ from graindem.contact import state as S
 from graindem.boundaries.servo import servo
 from graindem.boundaries.walls import wall_forces
 from graindem.core.exact_sum import new_accumulator
-from graindem.core.layout import CTL_SKIN, ICTL_N, ICTL_NPAIRS, ICTL_STEP, N_PRM, PAIR_INDEX
+from graindem.core.layout import CTL_SKIN, CTL_VISC, ICTL_N, ICTL_NPAIRS, ICTL_STEP, N_PRM, PAIR_INDEX
 from graindem.engine.history import compact_on_schedule, refresh_live
 from graindem.engine.integration import advance_particles
 from graindem.engine.pair_pass import (ALL_STRESS_COMPONENTS, N_SC, pair_force_pass_mindlin, pair_forces, pair_kinematics,
-                                      stress_sum)
+                                      stress_sum, viscous_work_sum)
 from graindem.engine.simulation import Simulation
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "packing_4000.csv"
@@ -39,8 +39,10 @@ def _pair_forces_full_scan(pos, vel, omega, force, torque, radius, prm, mtab, ce
     if na < 0:
         return False
     pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                            pts, nxt, meta, acc, sc, act, na)
+                            pts, nxt, meta, sc, act, na)
     stress_sum(sc, act, na, pi, ictl[ICTL_N], limbs, acc, want)
+    if ctl[CTL_VISC] > 0.0:
+        viscous_work_sum(sc, act, na, pi, ictl[ICTL_N], limbs)
     return True
 
 

@@ -22,7 +22,7 @@ import pytest
 import graindem
 from graindem.contact import state as S
 from graindem.core.cell import CELL_GAMMA, CELL_INTEGRAL, CELL_L, CELL_TILT
-from graindem.core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ACC_WALL, ICTL_NPAIRS,
+from graindem.core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_VISC_WORK, ICTL_NPAIRS,
                                   ICTL_NREBUILDS, ICTL_NWCAND)
 from graindem.engine import checkpoint
 from graindem.engine.simulation import Simulation
@@ -39,13 +39,13 @@ CASE = textwrap.dedent('''
     from graindem.engine.prepare import random_gas
     from graindem.engine.simulation import Simulation
 
-    def build(n=300, law="jaeger", seed=1):
+    def build(n=300, law="jaeger", seed=1, **options):
         rng = np.random.default_rng(seed)
         r = rng.uniform(0.8, 1.2, n) * 1e-3
         L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.35) ** (1.0 / 3.0)
         pos = random_gas(n, r, np.full(3, L), rng)
         sim = Simulation(law=law, E=70e9, nu=0.25, mu=0.5, density=2500.0, local_damping=0.1,
-                         max_initial_overlap=0.5, dt_fraction=0.2)
+                         max_initial_overlap=0.5, dt_fraction=0.2, **options)
         sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
         # radii grown after placement: overlaps up to 12 % push the spheres apart
         sim.add_particles(pos, 1.12 * r, velocities=rng.normal(0.0, 0.05, (n, 3)))
@@ -56,6 +56,14 @@ CASE = textwrap.dedent('''
         sim.control_axis(0, strain_rate=100.0)
         sim.control_axis(1, strain_rate=-200.0)
         sim.control_axis(2, strain_rate=100.0)
+        return sim
+
+    def stretched():
+        """stretch() with viscous damping, energy accounting and the time step adapted every 40 steps:
+        the viscous work and the dissipation of the rows that leave the list are sums over the
+        ranks, and the step follows the largest overlap of all ranks."""
+        sim = stretch(build(restitution=0.3, energy_accounting=True))
+        sim.set_adaptive_dt(True, 40)
         return sim
 
     def biaxial(sim):
@@ -71,13 +79,14 @@ CASE = textwrap.dedent('''
         """A box of five fixed walls and a lid moving down at 20 m/s, under a slanted gravity: the
         spheres, placed in a periodic cube with the walls 1 mm outside it, start against the walls
         and each other (radii grown after placement) and are squeezed; wall rows cross the
-        subdomain boundaries and travel with their spheres."""
+        subdomain boundaries and travel with their spheres, with their rolling and twisting state."""
         rng = np.random.default_rng(seed)
         r = rng.uniform(0.8, 1.2, n) * 1e-3
         L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.35) ** (1.0 / 3.0)
         pos = random_gas(n, r, np.full(3, L), rng)
         sim = Simulation(law="jaeger", E=70e9, nu=0.25, mu=0.5, density=2500.0, local_damping=0.1,
-                         max_initial_overlap=0.5, dt_fraction=0.2, gravity=(2e4, 1e4, -5e4))
+                         max_initial_overlap=0.5, dt_fraction=0.2, gravity=(2e4, 1e4, -5e4), restitution=0.5,
+                         energy_accounting=True, rolling=0.1, twisting=True)
         lo, hi = np.full(3, -1e-3), np.full(3, L + 1e-3)
         sim.set_box(lo, hi)
         for k in range(3):
@@ -100,7 +109,7 @@ CASE = textwrap.dedent('''
 namespace = {}
 exec(CASE, namespace)
 build = namespace["build"]
-stretch = namespace["stretch"]
+stretched = namespace["stretched"]
 biaxial = namespace["biaxial"]
 shear = namespace["shear"]
 walled = namespace["walled"]
@@ -135,12 +144,13 @@ def _wall_histories(sim):
 
 
 def assert_same_run(sim, ref):
-    """The state of `sim` equals that of the serial `ref` bit for bit, the stress sum, the walls'
-    forces and the boundary work included, except the local damping work (summed per rank, then over ranks in rank
-    order) and the store's point numbering."""
+    """The state of `sim` equals that of the serial `ref` bit for bit, the time step and every sum in
+    acc included (the stress sum, the walls' forces, the boundary and viscous work, the dissipation
+    of the rows that left the list), except the local damping work (summed per rank, then over ranks
+    in rank order) and the store's point numbering."""
     a, _ = sim.state_dict()
     b, _ = ref.state_dict()
-    for name in ("pos", "vel", "omega", "quat", "pos_build", "cell", "ictl", "pstart"):
+    for name in ("pos", "vel", "omega", "quat", "pos_build", "cell", "ctl", "ictl", "pstart"):
         assert np.array_equal(a[name], b[name]), name
     m = int(ref.ictl[ICTL_NPAIRS])
     for name in ("pi", "pj", "pfs", "pcq"):
@@ -154,10 +164,14 @@ def assert_same_run(sim, ref):
         assert np.array_equal(a[name][:mw], b[name][:mw]), name
     assert np.array_equal(a["wist"][:mw, S.I_LEN], b["wist"][:mw, S.I_LEN])
     assert _wall_histories(sim) == _wall_histories(ref)
-    assert np.array_equal(a["acc"][ACC_WALL:], b["acc"][ACC_WALL:])
-    assert np.array_equal(a["acc"][ACC_STRESS:ACC_STRESS + 9], b["acc"][ACC_STRESS:ACC_STRESS + 9])
-    assert a["acc"][ACC_BOUNDARY_WORK] == b["acc"][ACC_BOUNDARY_WORK]
+    if "prs" in b:  # rolling and twisting state, and the energy of the rows that left the list
+        assert np.array_equal(a["prs"][:m], b["prs"][:m])
+        assert np.array_equal(a["wrs"][:mw], b["wrs"][:mw])
+        assert np.array_equal(a["rrel"], b["rrel"])
+    exact = np.arange(b["acc"].size) != ACC_LOCAL_WORK
+    assert np.array_equal(a["acc"][exact], b["acc"][exact])
     assert a["acc"][ACC_LOCAL_WORK] == pytest.approx(b["acc"][ACC_LOCAL_WORK], rel=1e-12)
+    assert sim.time == ref.time
 
 
 @pytest.fixture(scope="module")
@@ -217,7 +231,7 @@ def two_ranks(tmp_path_factory):
             from mpi4py import MPI
             if MPI.COMM_WORLD.Get_rank() == 0:
                 open("refused.txt", "w").write(str(exc))
-        cell = stretch(build())
+        cell = stretched()
         cell.run(100)
         checkpoint.save(cell, "cell100.h5")
         cell.run(100)
@@ -284,15 +298,21 @@ def test_two_ranks_run_the_serial_trajectory_stop_together_restart_across_rank_c
 
 
 @needs_mpi
-def test_a_cell_stretched_by_strain_rates_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
-                                                                                                        three_ranks):
-    ref = stretch(build())
+def test_a_stretched_cell_with_viscous_damping_energy_accounting_and_adaptive_dt_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(  # noqa: E501
+        two_ranks, three_ranks):
+    ref = stretched()
+    ref.setup()
+    dt0 = ref.dt
     ref.run(200)
     m = ref.measure()
     assert m["n_rebuilds"] >= 5 and m["mean_history_length"] > 1.0
     assert ref.cell[CELL_L + 1] < 0.999 * ref.cell[CELL_L]  # the cell deformed
     work = ref.acc[ACC_BOUNDARY_WORK]
     assert work != 0.0
+    # the sums over the ranks are there to compare: viscous work, dissipation of rows that left the
+    # list, a time step adapted away from the first one
+    assert ref.acc[ACC_VISC_WORK] > 0.0 and ref.acc[ACC_DISS_RELEASED] > 0.0
+    assert ref.dt != dt0
     one, _ = checkpoint.load(two_ranks / "cell100.h5")
     one.run(100)  # written on 2 ranks, continued on 1
     for sim in (checkpoint.load(two_ranks / "cell200.h5")[0], one, checkpoint.load(three_ranks / "cell100_3ranks.h5")[0]):
@@ -350,6 +370,8 @@ def test_a_walled_box_with_a_moving_lid_runs_the_serial_trajectory_on_2_ranks_an
     m = ref.measure()
     assert m["n_rebuilds"] >= 3 and m["n_wall_contacts"] >= 20
     assert ref.walls[5, 2] < lid and ref.acc[ACC_BOUNDARY_WORK] != 0.0  # the lid moved and worked
+    assert ref.acc[ACC_VISC_WORK] > 0.0  # viscous damping in pair and wall rows
+    assert m["rolling_energy"] > 0.0 and ref.rrel[0] > 0.0  # rolling state, and rows that left with some
     assert max(len(h) for h in _wall_histories(ref)) >= 2  # Jäger histories of wall contacts
     one, _ = checkpoint.load(two_ranks / "walled150.h5")  # written on 2 ranks, continued on 1
     assert np.array_equal(one.state_dict()[0]["wfs"], half[0]["wfs"])
@@ -429,17 +451,18 @@ def test_bad_decompositions_are_refused_with_the_reason():
     with pytest.raises(ValueError, match="3 MPI ranks for 2 bodies"):
         Bisection(np.random.default_rng(0).random((2, 3)), np.arange(2), 3, np.ones(3))
 
-    def one_wall(restitution):
-        sim = Simulation(restitution=restitution)
+    def one_wall(**options):
+        sim = Simulation(**options)
         sim.set_box((0.0, 0.0, 0.0), (1.0, 1.0, 1.0))
         sim.add_wall((0.0, 0.0, 0.0), (0.0, 0.0, 1.0))
         sim.add_particles([[0.5, 0.5, 0.5], [0.2, 0.2, 0.2]], 0.01)
         sim.setup()
         return sim
 
-    with pytest.raises(ValueError, match=r"viscous damping \(restitution\) does not run decomposed"):
-        check_decomposable(one_wall(0.5), 2)
-    check_decomposable(one_wall(None), 2)  # walls run decomposed
+    with pytest.raises(ValueError, match=r"sort_particles=True does not run decomposed"):
+        check_decomposable(one_wall(sort_particles=True), 2)
+    # walls, viscous damping, energy accounting, an adapted time step and rolling resistance run decomposed
+    check_decomposable(one_wall(restitution=0.5, energy_accounting=True, adaptive_dt=True, rolling=0.1), 2)
     with pytest.raises(ValueError, match="41 MPI ranks for 40 spheres"):
         check_decomposable(sim, 41)
     sim.control_axis(0, stress=1e5)

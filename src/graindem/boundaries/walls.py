@@ -21,8 +21,8 @@ from ..contact.laws import JAEGER, MD_INCREMENTAL, MINDLIN, contact_step, separa
 from ..contact.rows import (load_prm, step_jaeger_outlined, step_linear, step_md_incremental, step_mindlin,
                             turn_frame)
 from ..core.exact_sum import exact_add, exact_value
-from ..core.layout import (ACC_STRESS, ACC_VISC_WORK, ACC_WALL, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW,
-                           ICTL_NWALLS, ICTL_NWCAND, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
+from ..core.layout import (ACC_STRESS, ACC_WALL, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_NWALLS,
+                           ICTL_NWCAND, LIMB_VISC_WORK, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
 from ..core.checks import positive_finite, vec3
 from ..core.rotations import quat_rotate
 
@@ -186,7 +186,6 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         for k in range(wall_limbs.shape[1]):
             wall_limbs[r, k] = 0
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7], want[8]
-    visc_work = acc[ACC_VISC_WORK]
     # i = key // nw by a float product (an int64 division per candidate sits on the path to every
     # load of the row, at tens of cycles): (c + 1/2) / nw lies at least 1/(2 nw) from an integer,
     # far beyond the product's rounding error for any row count an array can hold
@@ -241,7 +240,8 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         if visc > 0.0:
             fd = -wk[c, PK_DAMP] * math.sqrt(math.sqrt(delta)) * vn
             fn += fd
-            visc_work -= fd * vn * dt
+            # added to the pair pass's exact sum of the step's viscous work (pair_pass.viscous_work_sum)
+            exact_add(limbs, LIMB_VISC_WORK, -fd * vn * dt)
         Tx, Ty, Tz = quat_rotate(qw, qx, qy, qz, wfs[c, S.F_TX], wfs[c, S.F_TY], 0.0)
         fx = fn * nx - Tx
         fy = fn * ny - Ty
@@ -282,7 +282,6 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
     for k in range(9):
         if want[k]:
             acc[ACC_STRESS + k] = exact_value(limbs, k)
-    acc[ACC_VISC_WORK] = visc_work
     return True
 
 

@@ -47,6 +47,8 @@ unloaded springs; what they still held counts as dissipated.
 
 import math
 
+import numpy as np
+
 from .._jit import njit
 from .frames import quat_rotate, quat_rotate_inv
 
@@ -236,6 +238,15 @@ def held_energy(rs, c):
 def released_energy(rs, c):
     """What row c has dissipated, plus what its springs hold: all of it is lost once it stops touching."""
     return rs[c, R_DISS] + held_energy(rs, c)
+
+
+@njit
+def released_energies(rs):
+    """released_energy of every row of rs (the rows an MPI rebuild drops: parallel.subdomain)."""
+    out = np.empty(rs.shape[0])
+    for c in range(rs.shape[0]):
+        out[c] = released_energy(rs, c)
+    return out
 
 
 @njit

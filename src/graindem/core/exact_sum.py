@@ -131,3 +131,10 @@ def exact_value(limbs, row):
         _negate(limbs, row)
         result = -result
     return result
+
+
+@njit(_nrt=False)
+def exact_add_all(limbs, row, values):
+    """limbs[row] += every value of the 1-D array values, exactly (values finite)."""
+    for k in range(values.shape[0]):
+        exact_add(limbs, row, values[k])

@@ -100,6 +100,12 @@ ACC_BOUNDARY_WORK = 12   # work done on the particles by the deforming cell and 
 ACC_WALL = 13        # 3 * n_walls: total force exerted by the particles on each wall
 N_ACC0 = 13
 
+# rows of the exact accumulator of a step's contact sums (core.exact_sum; Simulation.stress_limbs):
+# each rounded once to a double, so that its bits do not depend on the order or the split of the rows
+LIMB_STRESS = 0      # 9: the stress sum, row-major (rounded into acc[ACC_STRESS:+9])
+LIMB_VISC_WORK = 9   # the step's viscous work (rounded, then added to acc[ACC_VISC_WORK])
+N_CONTACT_LIMBS = 10
+
 # out
 OUT_STATUS = 0
 OUT_STEPS = 1

@@ -19,11 +19,11 @@ from ..boundaries.servo import servo, stress_components_read
 from ..boundaries.walls import servo_walls, wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
 from ..core.cell import list_is_stale
-from ..core.exact_sum import N_LIMBS
-from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN, ICTL_N, ICTL_NPAIRS,
-                           ICTL_NWALLS, ICTL_STEP, N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
-                           OUT_STEPS, PRM_PAIR, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL,
-                           STATUS_STORE_LOW)
+from ..core.exact_sum import N_LIMBS, exact_value
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_STRESS, ACC_VISC_WORK, ACC_WALL, CTL_DT, CTL_RMAX, CTL_SKIN,
+                           CTL_VISC, ICTL_N, ICTL_NPAIRS, ICTL_NWALLS, ICTL_STEP, LIMB_VISC_WORK, N_CONTACT_LIMBS,
+                           N_PRM, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PRM_PAIR, STATUS_DIVERGED,
+                           STATUS_DONE, STATUS_PAIRS_FULL, STATUS_STORE_LOW)
 from .history import compact_on_schedule, refresh_live
 from .integration import advance_particles
 from .neighbours import build_pairs
@@ -61,8 +61,11 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     added to the spheres' before the servo reads it, so that the one servo drives the cell on the
     whole assembly's stress, and its wall forces to the spheres' in what the walls' servo reads.
 
-    limbs: the exact accumulator of the stress sum (pair_pass.stress_sum; made here when not
-    given), holding the last pair pass's sum on return. part: WHOLE_STEPS; or, for a step whose
+    limbs: the exact accumulator of the step's contact sums, the stress sum and the viscous work
+    (layout.LIMB_*; pair_pass.stress_sum, viscous_work_sum; made here when not given), holding the
+    last step's sums on return; the step's viscous work is rounded once and added to
+    acc[ACC_VISC_WORK] after the wall pass (an MPI rank, which holds a share of it at
+    UNTIL_STRESS, puts the total of the ranks in its place). part: WHOLE_STEPS; or, for a step whose
     stress sum is completed outside (an MPI rank adds the ranks' accumulators), UNTIL_STRESS
     (return after the pair pass, out[OUT_STATUS] STATUS_STRESS_READY, out[OUT_STEPS] 0) and then
     AFTER_STRESS (the first step starts after its pair pass, from the forces and the stress sum
@@ -86,7 +89,7 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
     refresh_live(pfs, pist, ictl[ICTL_NPAIRS], live)
     rolling = prs.shape[1] > 0
     if limbs is None:
-        stress_limbs = np.zeros((9, N_LIMBS), dtype=np.int64)
+        stress_limbs = np.zeros((N_CONTACT_LIMBS, N_LIMBS), dtype=np.int64)
     else:
         stress_limbs = limbs
     if wall_limbs is None:
@@ -115,6 +118,8 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
             if not ok:
                 out[OUT_STATUS] = STATUS_DIVERGED
                 return
+            if ctl[CTL_VISC] > 0.0:
+                acc[ACC_VISC_WORK] += exact_value(stress_limbs, LIMB_VISC_WORK)
             if part == UNTIL_STRESS:
                 out[OUT_STATUS] = STATUS_STRESS_READY
                 return

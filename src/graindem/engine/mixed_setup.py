@@ -93,13 +93,13 @@ class MixedBodies:
         contacts' (bodies.mixed.sphere_grain_time_step) critical steps."""
         g, c = self.grains, self.grain_contact
         if g.hertz is None:
-            return min(self._sphere_critical_time_step(), self._grain_critical_time_step(),
+            return min(self.sphere_critical_time_step(), self._grain_critical_time_step(),
                        sphere_grain_time_step(g, c, self.radius, self.mass, self.inertia))
         dt = sphere_grain_hertz_time_step(g, c, g.hertz.mtab, self.materials, self.radius, self.mass, self.inertia,
                                           self.pmat[:self.n], self.reference_overlap)
         if c.get("node") is not None:
             dt = min(dt, sphere_grain_time_step(g, c["node"], self.radius, self.mass, self.inertia))
-        return min(self._sphere_critical_time_step(), self._grain_critical_time_step(), dt)
+        return min(self.sphere_critical_time_step(), self._grain_critical_time_step(), dt)
 
     def _grain_args(self):
         g = self.grains

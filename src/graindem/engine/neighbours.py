@@ -20,6 +20,7 @@ from ..contact.rolling import released_energy
 from ..contact.store import release
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, grid_bin_of, is_sheared, min_image,
                          min_image_tilted, wrap_and_grid, wrap_and_grid_tilted)
+from ..core.exact_sum import N_LIMBS, exact_add, exact_value
 from ..core.layout import (ACC_DISS_RELEASED, CTL_DIVERGE_OVERLAP, CTL_RMAX, CTL_SKIN, CTL_VISC, ICTL_N,
                            ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC,
                            ICTL_SORT, PK_CN, PK_DAMP, PK_LIMIT, PK_RSTAR)
@@ -134,10 +135,13 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     memory. Returns -1 when the pair arrays are too small; the caller grows them and calls again
     (a renumbering already done is harmless: it is a deterministic function of the positions).
     Pairs that leave the list release any history they still hold, and hand their frictional
-    dissipation to acc[ACC_DISS_RELEASED]. The rows' rolling/twisting state (prs, wrs: no columns
-    when the run has none) is carried with them; a row that leaves hands its dissipation, and the
-    energy its springs still hold, to rrel[0]. A row keeps the orientation it was created with (which
-    particle is pi), so rows are grouped by the lower index but pi may be the higher one.
+    dissipation to acc[ACC_DISS_RELEASED] (the build's rows summed exactly, core.exact_sum, and
+    added once: the same bits whatever the order of the rows, as an MPI rebuild sums them). The
+    rows' rolling/twisting state (prs, wrs: no columns when the run has none) is carried with them;
+    a row that leaves hands its dissipation, and the energy its springs still hold, to rrel[0]
+    (summed in the same way). A
+    row keeps the orientation it was created with (which particle is pi), so rows are grouped by
+    the lower index but pi may be the higher one.
     """
     n = ictl[ICTL_N]
     nw = ictl[ICTL_NWALLS]
@@ -278,13 +282,15 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
                             _clear_row(qfs, qist, qcq, k)
                         k += 1
     newstart[n] = k
+    # the rows that leave: their frictional dissipation (row 0) and rolling energy (row 1)
+    released = np.zeros((2, N_LIMBS), dtype=np.int64)
     for o in range(npairs_old):
         if not carried[o]:
             if pist[o, S.I_HEAD] >= 0:
                 release(pts, nxt, meta, pist[o, S.I_HEAD])
-            acc[ACC_DISS_RELEASED] += pfs[o, S.F_DISS]
+            exact_add(released, 0, pfs[o, S.F_DISS])
             if nrs:
-                rrel[0] += released_energy(prs, o)
+                exact_add(released, 1, released_energy(prs, o))
     for c in range(k):
         a = qi[c]
         b = qj[c]
@@ -339,9 +345,12 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
         if not wcarried[o]:
             if oist[o, S.I_HEAD] >= 0:
                 release(pts, nxt, meta, oist[o, S.I_HEAD])
-            acc[ACC_DISS_RELEASED] += ofs[o, S.F_DISS]
+            exact_add(released, 0, ofs[o, S.F_DISS])
             if nrs:
-                rrel[0] += released_energy(owrs, o)
+                exact_add(released, 1, released_energy(owrs, o))
+    acc[ACC_DISS_RELEASED] += exact_value(released, 0)
+    if nrs:
+        rrel[0] += exact_value(released, 1)
     for q in range(nc, nc_old):
         _clear_row(wfs, wist, wcq, q)
         for f in range(nrs):

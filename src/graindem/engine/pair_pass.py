@@ -25,8 +25,8 @@ from ..contact.laws import (JAEGER, MD_INCREMENTAL, MINDLIN, PREFETCH_BELOW, PRE
 from ..contact.rows import load_prm, step_jaeger, step_linear, step_md_incremental, step_mindlin, turn_frame
 from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheared, min_image, min_image_tilted
 from ..core.exact_sum import exact_add, exact_value
-from ..core.layout import (ACC_STRESS, ACC_VISC_WORK, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_N, ICTL_NPAIRS,
-                           ICTL_PERIODIC, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
+from ..core.layout import (ACC_STRESS, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_N, ICTL_NPAIRS, ICTL_PERIODIC,
+                           LIMB_VISC_WORK, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
 from ..core.rotations import quat_rotate
 
 
@@ -40,10 +40,12 @@ SC_DSX = 5
 SC_DSY = 6
 SC_DIST = 7
 N_SC = 8
-# the force pass writes each row's force on j over its read kinematics (for stress_sum)
+# the force pass writes each row's force on j over its read kinematics (for stress_sum), and its
+# viscous work (for viscous_work_sum)
 SC_FX = SC_VN
 SC_FY = SC_DSX
 SC_FZ = SC_DSY
+SC_VISC_WORK = SC_DELTA
 
 
 @njit(_nrt=False, inline="always")
@@ -318,15 +320,12 @@ def _prefetch_store_ahead(act, a, na, pist, pts, nxt, meta):
 # `prefetch_ahead`: _prefetch_store_ahead for jaeger, _no_prefetch (no code at all) for the others.
 @njit(_nrt=False, inline="always")
 def _pair_force_pass(law_step, prefetch_ahead, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq,
-                     pk, pm, pts, nxt, meta, acc, sc, act, na):
-    """Second pass of the two-pass pair loop: the law and the sums over the touching rows."""
+                     pk, pm, pts, nxt, meta, sc, act, na):
+    """Second pass of the two-pass pair loop: the law and the force sums over the touching rows."""
     law = ictl[ICTL_LAW]
     energy = ictl[ICTL_ENERGY] != 0
     dt = ctl[CTL_DT]
     visc = ctl[CTL_VISC]
-    # a local sum: the arrays may alias as far as the compiler knows, so a sum kept in acc[] would
-    # be loaded and stored for every contact
-    visc_work = 0.0
     for a in range(na):
         prefetch_ahead(act, a, na, pist, pts, nxt, meta)
         c = _row_index(act, a)
@@ -336,12 +335,11 @@ def _pair_force_pass(law_step, prefetch_ahead, force, torque, radius, prm, mtab,
         fx, fy, fz, wv = _pair_row_force(law_step, law, energy, visc, dt, force, torque, radius, prm, mtab, pi, pj, pfs,
                                          pist, pcq, pk, pm, pts, nxt, meta, c, nx, ny, nz, sc[a, SC_DELTA],
                                          sc[a, SC_VN], sc[a, SC_DSX], sc[a, SC_DSY])
-        visc_work += wv
-        # the row's kinematics are read: its force takes their place, for stress_sum
+        # the row's kinematics are read: its force and viscous work take their place, for the sums
         sc[a, SC_FX] = fx
         sc[a, SC_FY] = fy
         sc[a, SC_FZ] = fz
-    acc[ACC_VISC_WORK] += visc_work
+        sc[a, SC_VISC_WORK] = wv
 
 
 # pair_forces's `want` for a pass that sums the whole stress tensor
@@ -355,11 +353,12 @@ def stress_sum(sc, act, na, pi, nown, limbs, acc, want):
     (core.exact_sum): the servo reads it, and summed in floating point its last bits would depend
     on the order of the rows (and on how the compiler reorders the sum). Counted: the rows whose
     sphere i is below nown (all of them in a serial run; on an MPI rank those of its own spheres,
-    so that the ranks' accumulators, added, count every row once). limbs: (9, N_LIMBS), left
-    holding the exact sums. Only the components marked in want (9,) are summed (an exact addition
-    costs ~20 times a floating-point one, and a servo step reads two to four of the nine); the
-    others keep their value in acc and their limbs."""
-    for r in range(limbs.shape[0]):
+    so that the ranks' accumulators, added, count every row once). limbs: the step's exact contact
+    sums (layout.N_CONTACT_LIMBS rows), its first nine left holding the stress sum. Only the
+    components marked in want (9,) are summed (an exact addition costs ~20 times a floating-point
+    one, and a servo step reads two to four of the nine); the others keep their value in acc and
+    their limbs."""
+    for r in range(9):
         if want[r]:
             for k in range(limbs.shape[1]):
                 limbs[r, k] = 0
@@ -397,34 +396,47 @@ def stress_sum(sc, act, na, pi, nown, limbs, acc, want):
             acc[ACC_STRESS + k] = exact_value(limbs, k)
 
 
+@njit(_nrt=False, inline="always")
+def viscous_work_sum(sc, act, na, pi, nown, limbs):
+    """The viscous work of the touching rows (written by the force pass) into
+    limbs[LIMB_VISC_WORK], cleared first, exactly: counted as stress_sum counts its rows (those
+    whose sphere i is below nown), so that an MPI rank's share added to the others' is the serial
+    sum; the wall pass adds its rows' work to it, and the time loop rounds the step's total once."""
+    for k in range(limbs.shape[1]):
+        limbs[LIMB_VISC_WORK, k] = 0
+    for a in range(na):
+        if _row_index(pi, _row_index(act, a)) < nown:
+            exact_add(limbs, LIMB_VISC_WORK, sc[a, SC_VISC_WORK])
+
+
 # One force pass per law, each inlining only its own law, so that mindlin's loop does not carry
 # jaeger's body and its registers.
 @njit(_nrt=False)
 def pair_force_pass_linear(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                           pts, nxt, meta, acc, sc, act, na):
+                           pts, nxt, meta, sc, act, na):
     _pair_force_pass(step_linear, _no_prefetch, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
-                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
+                     pist, pcq, pk, pm, pts, nxt, meta, sc, act, na)
 
 
 @njit(_nrt=False)
 def pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                            pts, nxt, meta, acc, sc, act, na):
+                            pts, nxt, meta, sc, act, na):
     _pair_force_pass(step_mindlin, _no_prefetch, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
-                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
+                     pist, pcq, pk, pm, pts, nxt, meta, sc, act, na)
 
 
 @njit(_nrt=False)
 def pair_force_pass_md_incremental(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                                   pts, nxt, meta, acc, sc, act, na):
+                                   pts, nxt, meta, sc, act, na):
     _pair_force_pass(step_md_incremental, _no_prefetch, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
-                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
+                     pist, pcq, pk, pm, pts, nxt, meta, sc, act, na)
 
 
 @njit(_nrt=False)
 def pair_force_pass_jaeger(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                           pts, nxt, meta, acc, sc, act, na):
+                           pts, nxt, meta, sc, act, na):
     _pair_force_pass(step_jaeger, _prefetch_store_ahead, force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs,
-                     pist, pcq, pk, pm, pts, nxt, meta, acc, sc, act, na)
+                     pist, pcq, pk, pm, pts, nxt, meta, sc, act, na)
 
 
 @njit(_nrt=False)
@@ -436,8 +448,9 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
     branch-free selection, select_rows) (overlap, normal, frame update, shift increment) into
     the scratch rows `sc` of the touching pairs, listed in `act`; then the law and the force sums
     over those, in the pass compiled for the run's law; then the
-    components of their stress sum marked in want (9,), exact (stress_sum, limbs: its accumulator,
-    core.exact_sum.new_accumulator(9)). `live`: refresh_live's flags, kept up to date
+    components of their stress sum marked in want (9,), and with viscous damping their viscous work,
+    exact (stress_sum, viscous_work_sum; limbs: the accumulator of the step's contact sums,
+    core.exact_sum.new_accumulator(layout.N_CONTACT_LIMBS)). `live`: refresh_live's flags, kept up to date
     here (a caller outside run_steps sets them with refresh_live first). Each pass's loop body is
     small enough that the processor overlaps the long dependency chains of consecutive contacts
     (frame update; law), which one fused loop does not: with the law specialised, a fused pass
@@ -455,19 +468,21 @@ def pair_forces(pos, vel, omega, force, torque, radius, prm, mtab, cell, ctl, ic
         return False
     if law == MINDLIN:
         pair_force_pass_mindlin(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                                pts, nxt, meta, acc, sc, act, na)
+                                pts, nxt, meta, sc, act, na)
     elif law == JAEGER:
         pair_force_pass_jaeger(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                               pts, nxt, meta, acc, sc, act, na)
+                               pts, nxt, meta, sc, act, na)
     elif law == MD_INCREMENTAL:
         pair_force_pass_md_incremental(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk,
-                                       pm, pts, nxt, meta, acc, sc, act, na)
+                                       pm, pts, nxt, meta, sc, act, na)
     else:
         pair_force_pass_linear(force, torque, radius, prm, mtab, ctl, ictl, pi, pj, pfs, pist, pcq, pk, pm,
-                               pts, nxt, meta, acc, sc, act, na)
+                               pts, nxt, meta, sc, act, na)
     n_want = 0
     for k in range(9):
         n_want += want[k]
     if n_want > 0:
         stress_sum(sc, act, na, pi, ictl[ICTL_N], limbs, acc, want)
+    if ctl[CTL_VISC] > 0.0:
+        viscous_work_sum(sc, act, na, pi, ictl[ICTL_N], limbs)
     return True

@@ -43,9 +43,9 @@ from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK,
                            CTL_DIVERGE_OVERLAP, CTL_DT, CTL_G, CTL_GAIN, CTL_INTEGRAL, CTL_LOCAL_DAMP,
                            CTL_MAXRATE, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN, CTL_TARGET, CTL_VISC,
                            ICTL_ENERGY, ICTL_LAW, ICTL_MODE, ICTL_N, ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS,
-                           ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0, N_CTL,
-                           N_ICTL, N_OUT, N_PK, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS,
-                           PAIR_INDEX, PAIR_INDEX_MAX, PK_CN, STATUS_DIVERGED, STATUS_PAIRS_FULL)
+                           ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC, ICTL_SORT, ICTL_STEP, N_ACC0,
+                           N_CONTACT_LIMBS, N_CTL, N_ICTL, N_OUT, N_PK, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS,
+                           OUT_STEPS, PAIR_INDEX, PAIR_INDEX_MAX, PK_CN, STATUS_DIVERGED, STATUS_PAIRS_FULL)
 from ..core.rotations import rotate_rows
 from .damping import damping_coefficient
 from .deformable_setup import DeformableGrains
@@ -173,8 +173,8 @@ class Simulation(DeformableGrains, MixedBodies):
         self.shear = np.zeros(3)  # prescribed velocity gradients L_xy, L_xz, L_yz (control_shear)
         self.ready = False
         self.timing = {"run_s": 0.0, "steps": 0}
-        # the exact accumulator of the stress sum (engine.pair_pass.stress_sum)
-        self.stress_limbs = new_accumulator(9)
+        # the exact accumulator of the step's contact sums: the stress sum, the viscous work (layout.LIMB_*)
+        self.stress_limbs = new_accumulator(N_CONTACT_LIMBS)
         self._grain_templates = []
         self._grain_batches = []
         self.grain_contact = None
@@ -947,9 +947,12 @@ class Simulation(DeformableGrains, MixedBodies):
         self.adaptive_dt_interval = interval
         self._dt_announced = self.dt if getattr(self, "ready", False) else None
 
-    def adapt_dt(self):
-        """Set dt = dt_fraction * dt_crit now (what adaptive_dt does every adaptive_dt_interval steps)."""
-        crit = self.critical_time_step()
+    def adapt_dt(self, crit=None):
+        """Set dt = dt_fraction * dt_crit now (what adaptive_dt does every adaptive_dt_interval steps).
+        crit: dt_crit when it is known (a decomposed run computes it from the overlaps of all ranks),
+        else critical_time_step()."""
+        if crit is None:
+            crit = self.critical_time_step()
         old = self.dt
         new = self.dt_fraction * crit
         self.dt_crit = crit
@@ -1169,11 +1172,14 @@ class Simulation(DeformableGrains, MixedBodies):
             return self._mixed_critical_time_step()
         if self.grains is not None:
             return self._grain_critical_time_step()
-        return self._sphere_critical_time_step()
+        return self.sphere_critical_time_step()
 
-    def _sphere_critical_time_step(self):
-        i, j, d, dist, delta = self._pair_geometry()
-        dmax = float(delta.max()) if delta.size else 0.0
+    def sphere_critical_time_step(self, dmax=None):
+        """critical_time_step() of spheres; dmax: the largest overlap of the listed pairs (negative
+        when none touches), computed from them when None (a decomposed run passes that of all ranks)."""
+        if dmax is None:
+            i, j, d, dist, delta = self._pair_geometry()
+            dmax = float(delta.max()) if delta.size else 0.0
         ref = self.reference_overlap if self.reference_overlap is not None else 0.01 * float(self.radius.min())
         dref = dmax if (self.adaptive_dt and dmax > 0.0) else max(dmax, ref)
         r = self.radius

@@ -1,7 +1,8 @@
 """Pair rows travelling between ranks: their contact state, frame and load history as flat arrays.
 
-A row travels as its two bodies' global ids and integer state (ints), its float state and frame
-quaternion (floats), and its history (contact.store) as its points bottom-up (pts rows) with their
+A row travels as its two bodies' global ids and integer state (ints), its float state, frame
+quaternion and rolling/twisting state (floats; the rolling state has no columns in a run without
+it), and its history (contact.store) as its points bottom-up (pts rows) with their
 slip flags. Laid out again, each history takes consecutive points of a fresh store, bottom first,
 as the store's compaction lays it out: only the points' indices differ from the sender's store, and
 no result depends on those.
@@ -18,7 +19,7 @@ from ..contact import state as S
 from ..contact.store import M_FREE_HEAD, M_LIVE, M_PEAK, HistoryStore, thread_free
 
 ROW_INTS = 2 + S.N_ISTATE     # gid_i, gid_j, pist
-ROW_FLOATS = S.N_FSTATE + 4   # pfs, pcq
+ROW_FLOATS = S.N_FSTATE + 4   # pfs, pcq; then the rows' rolling state (prs), if any
 
 
 @njit
@@ -56,19 +57,19 @@ def lay_histories(lens, in_pts, in_slip, heads, pts, nxt, start):
     return k
 
 
-def pack_rows(gid, pi, pj, pfs, pist, pcq, store, rows):
-    """(ints (m, ROW_INTS), floats (m, ROW_FLOATS), points (p, 4), slips (p,)) of pair rows `rows`;
-    gid maps the rows' body indices to global ids."""
+def pack_rows(gid, pi, pj, pfs, pist, pcq, prs, store, rows):
+    """(ints (m, ROW_INTS), floats (m, ROW_FLOATS + rolling columns), points (p, 4), slips (p,)) of
+    pair rows `rows`; gid maps the rows' body indices to global ids."""
     rows = np.asarray(rows, dtype=np.int64)
-    return _pack(gid[pi[rows]], gid[pj[rows]], pfs, pist, pcq, store, rows)
+    return _pack(gid[pi[rows]], gid[pj[rows]], pfs, pist, pcq, prs, store, rows)
 
 
-def pack_wall_rows(gid, wcand, n_walls, wfs, wist, wcq, store, rows):
+def pack_wall_rows(gid, wcand, n_walls, wfs, wist, wcq, wrs, store, rows):
     """pack_rows of the wall rows `rows` (keys wcand = i * n_walls + w): the first int the sphere's
     global id gid[i], the second -1 - w."""
     rows = np.asarray(rows, dtype=np.int64)
     i = wcand[rows] // n_walls
-    return _pack(gid[i], -1 - (wcand[rows] - i * n_walls), wfs, wist, wcq, store, rows)
+    return _pack(gid[i], -1 - (wcand[rows] - i * n_walls), wfs, wist, wcq, wrs, store, rows)
 
 
 def is_wall_row(ints):
@@ -81,12 +82,12 @@ def wall_of(ints):
     return -1 - ints[:, 1]
 
 
-def _pack(first, second, pfs, pist, pcq, store, rows):
+def _pack(first, second, pfs, pist, pcq, prs, store, rows):
     ints = np.empty((rows.size, ROW_INTS), dtype=np.int64)
     ints[:, 0] = first
     ints[:, 1] = second
     ints[:, 2:] = pist[rows]
-    floats = np.concatenate([pfs[rows], pcq[rows]], axis=1)
+    floats = np.concatenate([pfs[rows], pcq[rows], prs[rows]], axis=1)
     npts = int(pist[rows, S.I_LEN].sum())
     pts = np.empty((npts, 4))
     slips = np.empty(npts, dtype=np.int64)
@@ -128,18 +129,20 @@ def split_wall_rows(ints, floats, pts, slips):
             take_rows(ints, floats, pts, slips, np.flatnonzero(wall)))
 
 
-def _fill_rows(ints, floats, heads, fs, ist, cq, clear_to):
+def _fill_rows(ints, floats, heads, fs, ist, cq, rs, clear_to):
     m = ints.shape[0]
     S.clear_rows(fs, ist, cq, m, clear_to)
+    rs[m:clear_to] = 0.0
     fs[:m] = floats[:, :S.N_FSTATE]
-    cq[:m] = floats[:, S.N_FSTATE:]
+    cq[:m] = floats[:, S.N_FSTATE:ROW_FLOATS]
+    rs[:m] = floats[:, ROW_FLOATS:]
     ist[:m] = ints[:, 2:]
     ist[:m, S.I_HEAD] = heads
 
 
 def unpack_rows_into(pairs, walls, pair_state, wall_state, store, clear_to, wall_clear_to):
-    """Packed pair rows `pairs` into rows 0.. of pair_state (pfs, pist, pcq) and packed wall rows
-    `walls` into rows 0.. of wall_state (wfs, wist, wcq), each in their order, the rows past them up
+    """Packed pair rows `pairs` into rows 0.. of pair_state (pfs, pist, pcq, prs) and packed wall
+    rows `walls` into rows 0.. of wall_state (wfs, wist, wcq, wrs), each in their order, the rows past them up
     to clear_to (wall_clear_to) cleared; the histories of both laid out from point 0 of `store`
     (which must hold twice their points), the pairs' first, every other point of it freed."""
     heads = []
@@ -162,11 +165,12 @@ def store_capacity(pairs, walls):
     return max(1024, 2 * (pairs[2].shape[0] + walls[2].shape[0]))
 
 
-def unpack_rows(pairs, walls, capacity, wall_capacity):
-    """((pfs, pist, pcq), (wfs, wist, wcq), store): unpack_rows_into fresh arrays of `capacity` pair
-    rows and `wall_capacity` wall rows and a fresh store."""
-    pair_state = S.fresh_rows(capacity)
-    wall_state = S.fresh_rows(wall_capacity)
+def unpack_rows(pairs, walls, capacity, wall_capacity, rolling_columns):
+    """((pfs, pist, pcq, prs), (wfs, wist, wcq, wrs), store): unpack_rows_into fresh arrays of
+    `capacity` pair rows and `wall_capacity` wall rows (with `rolling_columns` of rolling state) and
+    a fresh store."""
+    pair_state = (*S.fresh_rows(capacity), np.zeros((capacity, rolling_columns)))
+    wall_state = (*S.fresh_rows(wall_capacity), np.zeros((wall_capacity, rolling_columns)))
     store = HistoryStore(store_capacity(pairs, walls))
     unpack_rows_into(pairs, walls, pair_state, wall_state, store, 0, 0)
     return pair_state, wall_state, store

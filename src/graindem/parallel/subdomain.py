@@ -34,12 +34,13 @@ Between calls of Simulation.run the Simulation holds the whole state on every ra
 order (the ranks' rows sorted by their lower sphere: each group of rows is held whole, in the
 serial order, by that sphere's owner), so measure(),
 state_dict() and checkpoints read as from a serial run (the history store is laid out afresh: its
-point indices differ from a serial run's, its histories do not). The stress sum and the walls'
-forces are the serial ones bit for bit (core.exact_sum: each rank's exact accumulators hold the
-rows of its own spheres i, and the accumulators are added as integers; with walls, or in a
-deforming cell, in the middle of every step, before the servo and the walls' work read them); the
-local damping work is the exception: each rank sums its part and the parts are added in rank
-order, which rounds differently from the serial sum.
+point indices differ from a serial run's, its histories do not). The stress sum, the walls'
+forces and the viscous work are the serial ones bit for bit (core.exact_sum: each rank's exact
+accumulators hold the rows of its own spheres i, and the accumulators are added as integers; with
+walls, viscous damping, or in a deforming cell, in the middle of every step, before the servo, the
+walls' work and the running total of the viscous work read them), so is the dissipation of the
+rows a rebuild drops (_released_dissipation); the local damping work is the exception: each rank
+sums its part and the parts are added in rank order, which rounds differently from the serial sum.
 """
 
 import time
@@ -50,43 +51,34 @@ from ..contact import rolling as RL
 from ..contact import state as S
 from ..contact.store import HistoryStore
 from ..core.cell import (CELL_L, CELL_LBUILD, CELL_LO, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, CELL_TILT_BUILD,
-                         cell_heights, flip_tilts, fractional_coordinates, shear_since_build)
-from ..core.layout import (ACC_BOUNDARY_WORK, ACC_LOCAL_WORK, ACC_STRESS, ACC_WALL, CTL_RATE, CTL_RMAX, CTL_SHEAR,
-                           CTL_SKIN, CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS, ICTL_NWCAND, ICTL_SORT,
-                           ICTL_STEP, N_ACC0, OUT_CI, OUT_CJ, OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX,
-                           STATUS_DIVERGED)
-from ..core.exact_sum import exact_value, new_accumulator
+                         cell_heights, flip_tilts, fractional_coordinates, minimum_image, shear_since_build)
+from ..core.layout import (ACC_BOUNDARY_WORK, ACC_DISS_RELEASED, ACC_LOCAL_WORK, ACC_STRESS, ACC_VISC_WORK, ACC_WALL,
+                           CTL_DT, CTL_RATE, CTL_RMAX, CTL_SHEAR, CTL_SKIN, CTL_VISC, ICTL_MODE, ICTL_N, ICTL_NPAIRS,
+                           ICTL_NWCAND, ICTL_SORT, ICTL_STEP, LIMB_VISC_WORK, N_ACC0, N_CONTACT_LIMBS, OUT_CI, OUT_CJ,
+                           OUT_PARTICLE, OUT_STATUS, OUT_STEPS, PAIR_INDEX, STATUS_DIVERGED)
+from ..core.exact_sum import exact_add_all, exact_value, new_accumulator
 from ..engine.loop import (AFTER_STRESS, NO_MORE_STRESS, STATUS_STRESS_READY, UNTIL_STRESS, WHOLE_STEPS, rebuild_due,
                            run_steps, wall_travel)
 from ..engine.neighbours import refresh_constants
 from .bisection import Bisection
-from .row_transfer import (ROW_FLOATS, ROW_INTS, history_slices, join_rows, pack_rows, pack_wall_rows,
+from .row_transfer import (ROW_FLOATS, ROW_INTS, history_slices, is_wall_row, join_rows, pack_rows, pack_wall_rows,
                            split_wall_rows, store_capacity, take_rows, unpack_rows, unpack_rows_into, wall_of)
 from .world import HaloUpdate, allgatherv, alltoallv, alltoallv_rows
 
 BODY_FLOATS = 19   # pos 3, vel 3, omega 3, quat 4, radius, mass, inertia, pos_build 3
 BODY_INTS = 3      # global id, material, owning rank
 HALO_FLOATS = 13   # what a step refreshes in the ghosts: pos, vel, omega, quat
+# running totals in acc that every rank steps alike, from sums completed over the ranks: the work of
+# the cell and the walls, the viscous work, the dissipation of the rows that left the list
+RANK_TOTALS = (ACC_BOUNDARY_WORK, ACC_VISC_WORK, ACC_DISS_RELEASED)
 
 
 def check_decomposable(sim, nranks):
     """Refuse, before any step, what does not run decomposed yet (or cannot)."""
-    what = None
-    if sim.prs.shape[1]:
-        what = "rolling/twisting resistance"
-    elif sim.ictl[ICTL_SORT]:
-        what = "sort_particles=True"
-    elif sim.energy_accounting:
-        what = "energy_accounting=True"
-    elif sim.ctl[CTL_VISC] > 0.0:
-        what = "viscous damping (restitution)"
-    elif sim.adaptive_dt:
-        what = "adaptive_dt"
-    if what is not None:
-        raise ValueError(f"{what} does not run decomposed over MPI ranks yet: run on one rank (decomposed runs "
-                         "support spheres in a box, periodic or not, fixed, stretched by prescribed strain rates, "
-                         "sheared or driven by the stress servo, with plane walls moving at prescribed velocities; "
-                         "see docs/parallel-mpi.md)")
+    if sim.ictl[ICTL_SORT]:
+        raise ValueError("sort_particles=True does not run decomposed over MPI ranks: run on one rank, or without "
+                         "it (the renumbering would break the global order of the spheres that the ranks' "
+                         "neighbour builds rely on; see docs/parallel-mpi.md)")
     if sim.n < nranks:
         raise ValueError(f"{nranks} MPI ranks for {sim.n} spheres: the number of ranks must be at most the number "
                          "of spheres (every rank owns at least one)")
@@ -170,7 +162,8 @@ def pack_owned_wall_rows(src, gid, owned):
     keys = src.wcand[:int(src.ictl[ICTL_NWCAND])] if nw else np.zeros(0, dtype=np.int64)
     spheres = keys // max(nw, 1)
     rows = np.flatnonzero(owned[spheres])
-    return pack_wall_rows(gid, src.wcand, max(nw, 1), src.wfs, src.wist, src.wcq, src.store, rows), spheres[rows]
+    return (pack_wall_rows(gid, src.wcand, max(nw, 1), src.wfs, src.wist, src.wcq, src.wrs, src.store, rows),
+            spheres[rows])
 
 
 class Subdomain:
@@ -182,7 +175,10 @@ class Subdomain:
         self.phases = phases if phases is not None else PhaseTimes()
         self.max_op = MPI.MAX
         self.sum_op = MPI.SUM
-        self.stress_sum = new_accumulator(9)
+        # the step's contact sums (layout.LIMB_*): each rank's exact share, added as integers
+        self.stress_sum = new_accumulator(N_CONTACT_LIMBS)
+        self.viscous = bool(sim.ctl[CTL_VISC] > 0.0)
+        self.n_spheres = sim.n
         # the walls' forces: each rank sums its wall rows exactly, the ranks' sums are added as integers
         # in the middle of each step, before the walls' work reads them (advance)
         self.n_walls = int(sim.walls.shape[0])
@@ -219,13 +215,15 @@ class Subdomain:
         local = np.flatnonzero(mine | near[:, self.rank])
         m = int(sim.ictl[ICTL_NPAIRS])
         rows = np.flatnonzero(mine[sim.pi[:m]] | mine[sim.pj[:m]])
-        packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.store, rows)
+        packed_rows = pack_rows(gid, sim.pi, sim.pj, sim.pfs, sim.pist, sim.pcq, sim.prs, sim.store, rows)
         # the wall rows of the owned spheres, which only their owner holds (in the serial order)
         packed_rows = join_rows(packed_rows, pack_owned_wall_rows(sim, gid, mine)[0])
         self._assemble(sim, *pack_bodies(sim, local, gid, owner[local]), *packed_rows, listed=True)
-        # every rank steps the boundary work as the serial loop does (from the same stress sums); the
+        # every rank steps the running totals as the serial loop does (from the same sums); the
         # stress sum of the last step is held by the ranks' accumulators together
-        self.local.acc[ACC_BOUNDARY_WORK] = sim.acc[ACC_BOUNDARY_WORK]
+        for k in RANK_TOTALS:
+            self.local.acc[k] = sim.acc[k]
+        self.local.rrel[:] = sim.rrel
         if self.rank == 0:
             self.local.stress_limbs[:] = sim.stress_limbs
 
@@ -291,7 +289,8 @@ class Subdomain:
             needed = store_capacity((ints, floats, pts, slips), wall_rows)
             if store.capacity < needed:
                 L.store = store = HistoryStore(needed)
-            unpack_rows_into((ints, floats, pts, slips), wall_rows, (L.pfs, L.pist, L.pcq), (L.wfs, L.wist, L.wcq),
+            unpack_rows_into((ints, floats, pts, slips), wall_rows, (L.pfs, L.pist, L.pcq, L.prs),
+                             (L.wfs, L.wist, L.wcq, L.wrs),
                              store, top, wall_top)
             L.pi[:m] = li
             L.pj[:m] = lj
@@ -322,7 +321,8 @@ class Subdomain:
         n = bf.shape[0]
         m = pairs[0].shape[0]
         nw = self.n_walls
-        (pfs, pist, pcq), (wfs, wist, wcq), store = unpack_rows(pairs, wall_rows, cap, n * nw)
+        nrs = src.prs.shape[1]
+        (pfs, pist, pcq, prs), (wfs, wist, wcq, wrs), store = unpack_rows(pairs, wall_rows, cap, n * nw, nrs)
         wcand = np.zeros(max(n * nw, 1), dtype=np.int64)
         wcand[:wall_keys.size] = wall_keys
         pi = np.zeros(cap, dtype=PAIR_INDEX)
@@ -346,6 +346,8 @@ class Subdomain:
                   "pist": pist, "pcq": pcq, "wfs": wfs, "wist": wist, "wcq": wcq,
                   "acc": np.zeros(N_ACC0 + 3 * nw), "L0": src.L0, "materials": src.materials, "mu_pair": src.mu_pair,
                   "store_pts": store.pts, "store_nxt": store.nxt, "store_meta": store.meta}
+        if nrs:
+            arrays.update({"rolling_pairs": src.rolling_pairs, "prs": prs, "wrs": wrs, "rrel": src.rrel.copy()})
         return Simulation.from_state({k: np.ascontiguousarray(v) for k, v in arrays.items()}, self.meta)
 
     @staticmethod
@@ -381,6 +383,7 @@ class Subdomain:
             a = getattr(L, name)
             a[:mw] = a[keep]
         S.clear_rows(L.wfs, L.wist, L.wcq, mw, nc)
+        L.wrs[mw:nc] = 0.0
         L.ictl[ICTL_NWCAND] = mw
 
     def _prepare_steps(self):
@@ -442,15 +445,20 @@ class Subdomain:
             t = clock.now()
             L = self.local
             L.store.ensure_free(int(L.ictl[ICTL_NPAIRS]) + n_own * self.n_walls + 1024)
-            if self.deforming or self.n_walls:
+            if self.deforming or self.n_walls or self.viscous:
+                visc_work = L.acc[ACC_VISC_WORK]
                 self._run_steps(UNTIL_STRESS)
                 bad = int(L.out[OUT_STATUS]) != STATUS_STRESS_READY
                 t = clock.add("loop", t)
                 # every rank joins the sums, a diverged one too (the fault is told in the reduction below)
-                if self.deforming:
+                if self.deforming or self.viscous:
                     self.comm.Allreduce(L.stress_limbs, self.stress_sum, op=self.sum_op)
                     for k in range(9):
                         L.acc[ACC_STRESS + k] = exact_value(self.stress_sum, k)
+                    if self.viscous:
+                        # the loop added this rank's share of the step's viscous work: the ranks' total
+                        # in its place, rounded once as the serial loop rounds it
+                        L.acc[ACC_VISC_WORK] = visc_work + exact_value(self.stress_sum, LIMB_VISC_WORK)
                 self._sum_wall_forces()
                 t = clock.add("stress_sum", t)
                 if not bad:
@@ -490,6 +498,28 @@ class Subdomain:
             if stop:
                 return stop, False
         return 0, False
+
+    def largest_overlap(self):
+        """The largest overlap of the listed pair rows of all ranks, as
+        Simulation.sphere_critical_time_step finds it in the serial list (each rank's rows of its own
+        lower-id spheres, which together are the serial list, from the same positions; an exact
+        maximum over the ranks)."""
+        from mpi4py import MPI
+        L = self.local
+        m = int(L.ictl[ICTL_NPAIRS])
+        rows = np.flatnonzero(self.authoritative[:m])
+        i = L.pi[rows]
+        j = L.pj[rows]
+        d = minimum_image(L.pos[j] - L.pos[i], L.cell[CELL_L:CELL_L + 3], L.cell[CELL_TILT:CELL_TILT + 3],
+                          self.periodic)
+        delta = L.radius[i] + L.radius[j] - np.sqrt((d * d).sum(axis=1))
+        largest = self.comm.allreduce(float(delta.max()) if delta.size else -np.inf, op=MPI.MAX)
+        return largest if largest > -np.inf else 0.0
+
+    def set_dt(self, dt):
+        """The time step of the local steps (Simulation.adapt_dt changed it)."""
+        self.local.ctl[CTL_DT] = dt
+        self.step_ctl[CTL_DT] = dt
 
     def _run_steps(self, part):
         """One step of engine.loop.run_steps on the local state, or a part of one."""
@@ -576,7 +606,7 @@ class Subdomain:
         bf, bi = pack_bodies(L, own, self.gid, new_owner[own])
         m = int(L.ictl[ICTL_NPAIRS])
         rows = np.flatnonzero(self.authoritative[:m])
-        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store, rows)
+        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.prs, L.store, rows)
         oi = new_owner[L.pi[rows]]
         oj = new_owner[L.pj[rows]]
         to = [(oi == r) | (oj == r) for r in range(self.size)]
@@ -591,13 +621,53 @@ class Subdomain:
         rrf, rri = alltoallv_rows(c, [floats[t] for t in to], [ints[t] for t in to])
         rpts, rslips = alltoallv_rows(c, [pts[p] for p in pmask], [slips[p, None] for p in pmask])
         self.local_work += float(L.acc[ACC_LOCAL_WORK])
-        boundary_work = float(L.acc[ACC_BOUNDARY_WORK])
+        totals = L.acc[list(RANK_TOTALS)].copy()
+        rolling_released = L.rrel.copy()
         wall_forces = L.acc[ACC_WALL:ACC_WALL + 3 * self.n_walls].copy()
         limbs = L.stress_limbs
         self._assemble(L, rbf, rbi, rri, rrf, rpts, rslips[:, 0], listed=False)
-        L.acc[ACC_BOUNDARY_WORK] = boundary_work
+        L.acc[list(RANK_TOTALS)] = totals
+        L.rrel[:] = rolling_released
         L.acc[ACC_WALL:ACC_WALL + 3 * self.n_walls] = wall_forces
         L.stress_limbs = limbs
+        friction, rolling = self._released_dissipation(rri, rrf)
+        L.acc[ACC_DISS_RELEASED] += friction
+        if L.prs.shape[1]:
+            L.rrel[0] += rolling
+
+    def _released_dissipation(self, ints, floats):
+        """(frictional dissipation, rolling energy) of the rows the rebuild dropped, as the serial
+        build sums them (engine.neighbours.build_pairs: exactly, over every row that left the list;
+        contact.rolling.released_energy of their rolling state). ints, floats: the
+        rows this rank received (row_transfer). A dropped pair row is counted by the new owner of its
+        lower-id sphere (it received the row once, from the row's last authority), a dropped wall row
+        by the new owner of its sphere (its only holder); the ranks' exact sums are added as
+        integers. The local build's own sum counts the rows it dropped that other ranks also
+        held, and the rows between two ghosts, so it is not used."""
+        L = self.local
+        n_total = self.n_spheres
+        nw = max(self.n_walls, 1)
+        wall = is_wall_row(ints)
+        lo = np.minimum(ints[:, 0], ints[:, 1])
+        hi = np.maximum(ints[:, 0], ints[:, 1])
+        # keys: a pair lo * n + hi, a wall row -1 - (sphere * n_walls + wall)
+        keys = np.where(wall, -1 - (ints[:, 0] * nw + np.where(wall, wall_of(ints), 0)), lo * n_total + hi)
+        mine = wall | np.isin(lo, self.gid[:self.n_own])
+        m = int(L.ictl[ICTL_NPAIRS])
+        a = self.gid[L.pi[:m]]
+        b = self.gid[L.pj[:m]]
+        nc = int(L.ictl[ICTL_NWCAND])
+        spheres = L.wcand[:nc] // nw
+        listed = np.concatenate([np.minimum(a, b) * n_total + np.maximum(a, b),
+                                 -1 - (self.gid[spheres] * nw + L.wcand[:nc] - spheres * nw)])
+        dropped = mine & ~np.isin(keys, listed)
+        limbs = new_accumulator(2)
+        exact_add_all(limbs, 0, np.ascontiguousarray(floats[dropped, S.F_DISS]))
+        if floats.shape[1] > ROW_FLOATS:
+            exact_add_all(limbs, 1, RL.released_energies(np.ascontiguousarray(floats[dropped, ROW_FLOATS:])))
+        total = new_accumulator(2)
+        self.comm.Allreduce(limbs, total, op=self.sum_op)
+        return exact_value(total, 0), exact_value(total, 1)
 
     # ------------------------------------------------------------ gathering
     def gather_into(self, sim):
@@ -613,12 +683,12 @@ class Subdomain:
         if not np.array_equal(BI[order, 0], np.arange(sim.n)):
             raise RuntimeError("the ranks' owned spheres are not each sphere exactly once")
         m = int(L.ictl[ICTL_NPAIRS])
-        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.store,
+        ints, floats, pts, slips = pack_rows(self.gid, L.pi, L.pj, L.pfs, L.pist, L.pcq, L.prs, L.store,
                                              np.flatnonzero(self.authoritative[:m]))
         ints, floats, pts, slips = join_rows((ints, floats, pts, slips),
                                              pack_owned_wall_rows(L, self.gid, np.ones(L.n, dtype=bool))[0])
         RI, _ = allgatherv(c, ints, ROW_INTS)
-        RF, _ = allgatherv(c, floats, ROW_FLOATS)
+        RF, _ = allgatherv(c, floats, ROW_FLOATS + L.prs.shape[1])
         P, _ = allgatherv(c, pts, 4)
         SL, _ = allgatherv(c, slips, 1)
         sums, _ = allgatherv(c, np.array([[self.local_work + float(L.acc[ACC_LOCAL_WORK])]]), 1)
@@ -630,7 +700,9 @@ class Subdomain:
         sim.stress_limbs = self.stress_sum.copy()
         for k in range(9):
             acc[ACC_STRESS + k] = exact_value(sim.stress_limbs, k)
-        acc[ACC_BOUNDARY_WORK] = L.acc[ACC_BOUNDARY_WORK]
+        for k in RANK_TOTALS:
+            acc[k] = L.acc[k]
+        sim.rrel[:] = L.rrel
         nw = self.n_walls
         acc[ACC_WALL:ACC_WALL + 3 * nw] = L.acc[ACC_WALL:ACC_WALL + 3 * nw]
         (RI, RF, P, SL), wall_rows = split_wall_rows(RI, RF, P, SL[:, 0])
@@ -640,8 +712,8 @@ class Subdomain:
         nrows = RI.shape[0]
         sim._alloc_pairs(max(sim.pi.shape[0], 2 * nrows))
         cap = sim.pi.shape[0]
-        (sim.pfs, sim.pist, sim.pcq), (sim.wfs, sim.wist, sim.wcq), sim.store = unpack_rows(
-            (RI, RF, P, SL), take_rows(*wall_rows, order), cap, sim.n * nw)
+        (sim.pfs, sim.pist, sim.pcq, sim.prs), (sim.wfs, sim.wist, sim.wcq, sim.wrs), sim.store = unpack_rows(
+            (RI, RF, P, SL), take_rows(*wall_rows, order), cap, sim.n * nw, L.prs.shape[1])
         sim.wcand[:order.size] = wall_keys[order]
         # the serial list: its rows are grouped by their lower sphere in id order, and each group is
         # held whole, in the serial order, by the rank that owns that sphere (whose local build lists
@@ -649,7 +721,7 @@ class Subdomain:
         # unpack_rows laid it, its head travelling with the row
         lower = np.minimum(RI[:, 0], RI[:, 1])
         rows = np.argsort(lower, kind="stable")
-        for a in (sim.pfs, sim.pist, sim.pcq):
+        for a in (sim.pfs, sim.pist, sim.pcq, sim.prs):
             a[:nrows] = a[rows]
         sim.pi[:nrows] = RI[rows, 0]
         sim.pj[:nrows] = RI[rows, 1]
@@ -699,6 +771,13 @@ def run_decomposed(sim, comm, steps, callback, every, phase, stops=None, diverge
         if every is not None:
             chunk = min(chunk, every - (int(sub.local.ictl[ICTL_STEP]) - phase) % every)
         start = int(sub.local.ictl[ICTL_STEP])
+        if sim.adaptive_dt:
+            # as the serial run adapts it, at the start of its chunks (cut at the interval's multiples)
+            interval = sim.adaptive_dt_interval
+            if start % interval == 0:
+                sim.adapt_dt(sim.sphere_critical_time_step(sub.largest_overlap()))
+                sub.set_dt(sim.dt)
+            chunk = min(chunk, interval - start % interval)
         stop, fault = sub.advance(chunk, stops)
         if fault:
             # ranks that found no fault have finished the step: the serial run's step count is
