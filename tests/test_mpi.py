@@ -76,10 +76,12 @@ CASE = textwrap.dedent('''
         return sim
 
     def walled(n=300, seed=2):
-        """A box of five fixed walls and a lid moving down at 20 m/s, under a slanted gravity: the
-        spheres, placed in a periodic cube with the walls 1 mm outside it, start against the walls
-        and each other (radii grown after placement) and are squeezed; wall rows cross the
-        subdomain boundaries and travel with their spheres, with their rolling and twisting state."""
+        """A box of four fixed walls, a lid moving down at 20 m/s and a wall (+x side) under a servo
+        to a force smaller than the slanted gravity pushes it with: the spheres, placed in a periodic
+        cube with the walls 1 mm outside it, start against the walls and each other (radii grown
+        after placement) and are squeezed; wall rows cross the subdomain boundaries and travel with
+        their spheres, with their rolling and twisting state; the servo reads the ranks' summed
+        wall force."""
         rng = np.random.default_rng(seed)
         r = rng.uniform(0.8, 1.2, n) * 1e-3
         L = (np.sum(4.0 / 3.0 * np.pi * r ** 3) / 0.35) ** (1.0 / 3.0)
@@ -91,8 +93,10 @@ CASE = textwrap.dedent('''
         sim.set_box(lo, hi)
         for k in range(3):
             sim.add_wall(lo, np.eye(3)[k])
-            if k < 2:
+            if k == 1:
                 sim.add_wall(hi, -np.eye(3)[k])
+            elif k == 0:
+                sim.add_wall(hi, -np.eye(3)[k], force=20.0, servo_gain=1.0, max_speed=5.0)
         sim.add_wall(hi, (0.0, 0.0, -1.0), velocity=(0.0, 0.0, -20.0))
         sim.add_particles(pos, 1.12 * r, velocities=rng.normal(0.0, 0.05, (n, 3)))
         return sim
@@ -359,17 +363,19 @@ def test_a_sheared_cell_runs_the_serial_trajectory_across_a_tilt_flip_on_2_ranks
 
 
 @needs_mpi
-def test_a_walled_box_with_a_moving_lid_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(two_ranks,
-                                                                                                      three_ranks):
+def test_a_walled_box_with_a_moving_lid_and_a_servo_wall_runs_the_serial_trajectory_on_2_ranks_and_continues_on_1_and_3(  # noqa: E501
+        two_ranks, three_ranks):
     ref = walled()
     ref.setup()
     lid = ref.walls[5, 2]
+    servo_x = ref.walls[1, 0]
     ref.run(150)
     half = ref.state_dict()
     ref.run(150)
     m = ref.measure()
     assert m["n_rebuilds"] >= 3 and m["n_wall_contacts"] >= 20
     assert ref.walls[5, 2] < lid and ref.acc[ACC_BOUNDARY_WORK] != 0.0  # the lid moved and worked
+    assert ref.walls[1, 0] != servo_x  # the servo wall moved
     assert ref.acc[ACC_VISC_WORK] > 0.0  # viscous damping in pair and wall rows
     assert m["rolling_energy"] > 0.0 and ref.rrel[0] > 0.0  # rolling state, and rows that left with some
     assert max(len(h) for h in _wall_histories(ref)) >= 2  # Jäger histories of wall contacts
