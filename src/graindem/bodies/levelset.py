@@ -47,7 +47,7 @@ import numpy as np
 
 from .._jit import njit
 from ..boundaries.servo import servo
-from ..boundaries.walls import servo_walls
+from ..boundaries.walls import WALL_NORMAL, WALL_POINT, WALL_VEL, servo_walls
 from ..contact import levelset_contact as lc
 from ..contact.levelset_contact import E_GRAVITY, E_LOCAL, E_NORMAL, E_SLIDING, E_TANGENT, N_ENERGY
 from ..contact.node_tree import culling_arrays
@@ -333,7 +333,7 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
         for w in range(walls.shape[0]):
             dist = 0.0
             for d in range(3):
-                dist += (pos[g, d] - walls[w, d]) * walls[w, 3 + d]
+                dist += (pos[g, d] - walls[w, WALL_POINT + d]) * walls[w, WALL_NORMAL + d]
             if dist > radius[g]:
                 continue
             n_cp, touched = node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel,
@@ -394,7 +394,7 @@ def walls_half_work(walls, acc, dt):
     the forces before the step, then those after it); the walls push the grains with -F."""
     for w in range(walls.shape[0]):
         for d in range(3):
-            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * dt
+            acc[ACC_BOUNDARY_WORK] -= 0.5 * acc[ACC_WALL + 3 * w + d] * walls[w, WALL_VEL + d] * dt
 
 
 @njit
@@ -403,7 +403,7 @@ def move_walls(walls, acc, dt):
     walls_half_work(walls, acc, dt)
     for w in range(walls.shape[0]):
         for d in range(3):
-            walls[w, d] += walls[w, 6 + d] * dt
+            walls[w, WALL_POINT + d] += walls[w, WALL_VEL + d] * dt
 
 
 @njit
@@ -507,10 +507,10 @@ def neighbour_cutoff(radius, skin):
 def start_step(dt, alpha, skin, cutoff, pos, vel, quat, rot, angmom, omega, mass, inertia, motion, force, torque,
                gravity, cell, ctl, ictl, walls, pos_build, energy, acc, gctl):
     """The first half of a step, whatever the contact law: the cell's servo (on the stress of the
-    last forces), the walls' servo (on their forces of the last forces) and move, half kick and drift with the cell's flow, the rotations. Returns
-    (ok, stale): not ok if a grain's state is not finite (gctl names the status); stale when the
-    skin no longer covers what moved since the last rebuild (centres relative to the affine flow,
-    the cell's stretch and tilt)."""
+    last forces), the walls' servo (on their forces of the last forces) and move, half kick and
+    drift with the cell's flow, the rotations. Returns (ok, stale): not ok if a grain's state is not
+    finite (gctl names the status); stale when the skin no longer covers what moved since the last
+    rebuild (centres relative to the affine flow, the cell's stretch and tilt)."""
     servo(cell, ctl, ictl, acc)
     servo_walls(walls, walls.shape[0], acc, acc[:0])
     move_walls(walls, acc, dt)

@@ -61,7 +61,7 @@ from ..contact.shape_hertz import SHAPE_HERTZ, effective_radius, radius_rule
 from ..contact.levelset_contact import E_NORMAL, E_SLIDING, E_TANGENT, E_TWORK, E_VISC, add_stress
 from ..contact.store import M_CAPACITY, M_LIVE, HistoryStore
 from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheared
-from ..core.layout import ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP
+from ..core.layout import ACC_STRESS, ACC_WALL, CTL_LOCAL_DAMP, WALL_NORMAL, WALL_POINT, WALL_VEL
 from .levelset import (GC_BAD_I, GC_BAD_J, GC_NCONTACTS, GC_NCP, GC_NEED, GC_NPAIRS, GC_STATUS, GC_STEP,
                        MOTION_DYNAMIC, STATUS_DIVERGED, STATUS_DONE, STATUS_PAIRS_FULL, half_kick, neighbour_cutoff,
                        node_pair_forces, node_wall_forces, pair_image, pair_mass, rebuild, start_step,
@@ -426,7 +426,7 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
             prm = mtab[material[i] * n_mat + wmat[w]]
             dist = 0.0
             for d in range(3):
-                dist += (pos[i, d] - walls[w, d]) * walls[w, 3 + d]
+                dist += (pos[i, d] - walls[w, WALL_POINT + d]) * walls[w, WALL_NORMAL + d]
             far = motion[i] != MOTION_DYNAMIC or dist > radius[i]
             if ltab[material[i] * n_mat + wmat[w]] == 0:
                 if far:
@@ -442,8 +442,8 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
                 continue
             tj = tmpl[i]
             for d in range(3):
-                posB[d] = walls[w, d]
-                vB[d] = walls[w, 6 + d]
+                posB[d] = walls[w, WALL_POINT + d]
+                vB[d] = walls[w, WALL_VEL + d]
             kindB = SG.BODY_PLANE
             rotB = wall_rot[w]
             qB = quat[i]  # a wall does not turn (not read)
@@ -794,7 +794,8 @@ class HertzRows:
                  b.t_nodes, b.t_radius),
                 (b.pos, b.vel, b.quat, b.rot, b.angmom, b.omega, b.mass, b.inertia, b.motion, b.radius, b.material,
                  self.req, b.force, b.torque),
-                (np.asarray(gravity, dtype=np.float64), cell, ctl, ictl, periodic, walls, wall_rotations(walls[:, 3:6]),
+                (np.asarray(gravity, dtype=np.float64), cell, ctl, ictl, periodic, walls,
+                 wall_rotations(walls[:, WALL_NORMAL:WALL_NORMAL + 3]),
                  self.wmat, acc),
                 (law_id(contact["tangential"]), radius_rule(contact["radius_rule"]), float(contact["curvature_limit"]),
                  int(contact["newton_iter"]), float(contact["damping_ratio"]), self.mtab, self.n_mat),

@@ -20,28 +20,20 @@ from ..contact.frames import frame_init
 from ..contact.laws import JAEGER, MD_INCREMENTAL, MINDLIN, contact_step, separate
 from ..contact.rows import (load_prm, step_jaeger_outlined, step_linear, step_md_incremental, step_mindlin,
                             turn_frame)
-from ..core.exact_sum import exact_add, exact_value
-from ..core.layout import (ACC_STRESS, ACC_WALL, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_NWALLS,
+from ..core.exact_sum import exact_add, exact_add_outer, exact_value
+from ..core.layout import (N_WALL, N_WALL_PRESCRIBED, WALL_BUILD, WALL_GAIN, WALL_MAX_SPEED, WALL_MODE,
+                           WALL_NORMAL, WALL_POINT, WALL_PRESCRIBED, WALL_SERVO, WALL_TANGENT_VEL, WALL_TARGET,
+                           WALL_VEL, ACC_STRESS, ACC_WALL, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_NWALLS,
                            ICTL_NWCAND, LIMB_VISC_WORK, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
 from ..core.checks import positive_finite, vec3
 from ..core.rotations import quat_rotate
 
-# a wall row (the columns of the float64 (n_walls, N_WALL) array every body kind's loop reads)
-WALL_POINT = 0        # 3: a point of the plane now
-WALL_NORMAL = 3       # 3: the inward unit normal m
-WALL_VEL = 6          # 3: the velocity of the step in hand (set by the servo on a servo wall)
-WALL_BUILD = 9        # 3: the point at the last neighbour rebuild
-WALL_MODE = 12        # WALL_PRESCRIBED or WALL_SERVO
-WALL_TARGET = 13      # servo: the target normal force P* (N) the grains press the wall with
-WALL_GAIN = 14        # servo: speed per unit force error, m/(N s)
-WALL_MAX_SPEED = 15   # servo: the largest normal speed (m/s)
-WALL_TANGENT_VEL = 16  # 3, servo: the prescribed tangential velocity
-N_WALL = 19
-# the rows of checkpoints written before the servo columns: point, normal, velocity, build point
-N_WALL_PRESCRIBED = 12
-
-WALL_PRESCRIBED = 0
-WALL_SERVO = 1
+# the wall row's columns live with the other flat-array layouts (core.layout), which the contact
+# kernels may import
+__all__ = ["wall_row", "servo_columns", "wall_rows", "servo_wall_velocity", "servo_walls", "follow_servo_walls",
+           "wall_forces", "N_WALL", "N_WALL_PRESCRIBED", "WALL_BUILD", "WALL_GAIN", "WALL_MAX_SPEED", "WALL_MODE",
+           "WALL_NORMAL", "WALL_POINT", "WALL_PRESCRIBED", "WALL_SERVO", "WALL_TANGENT_VEL", "WALL_TARGET",
+           "WALL_VEL"]
 
 
 def wall_row(point, normal, velocity=(0.0, 0.0, 0.0)):
@@ -195,10 +187,11 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         i = int((key + 0.5) * inv_nw)
         w = key - i * nw
         ri = radius[i]
-        nx = -walls[w, 3]
-        ny = -walls[w, 4]
-        nz = -walls[w, 5]
-        h = -((pos[i, 0] - walls[w, 0]) * nx + (pos[i, 1] - walls[w, 1]) * ny + (pos[i, 2] - walls[w, 2]) * nz)
+        nx = -walls[w, WALL_NORMAL]
+        ny = -walls[w, WALL_NORMAL + 1]
+        nz = -walls[w, WALL_NORMAL + 2]
+        h = -((pos[i, 0] - walls[w, WALL_POINT]) * nx + (pos[i, 1] - walls[w, WALL_POINT + 1]) * ny
+              + (pos[i, 2] - walls[w, WALL_POINT + 2]) * nz)
         delta = ri - h
         was = wfs[c, S.F_DELTA] > 0.0
         if delta <= 0.0:
@@ -217,9 +210,9 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         ax = h * (omega[i, 1] * nz - omega[i, 2] * ny)
         ay = h * (omega[i, 2] * nx - omega[i, 0] * nz)
         az = h * (omega[i, 0] * ny - omega[i, 1] * nx)
-        vx = walls[w, 6] - vel[i, 0] - ax
-        vy = walls[w, 7] - vel[i, 1] - ay
-        vz = walls[w, 8] - vel[i, 2] - az
+        vx = walls[w, WALL_VEL] - vel[i, 0] - ax
+        vy = walls[w, WALL_VEL + 1] - vel[i, 1] - ay
+        vz = walls[w, WALL_VEL + 2] - vel[i, 2] - az
         vn = vx * nx + vy * ny + vz * nz
         if was:
             qw, qx, qy, qz = turn_frame(wcq, c, nx, ny, nz, 0.5 * omega[i, 0], 0.5 * omega[i, 1],
@@ -256,27 +249,7 @@ def _wall_pass(law_step, pos, vel, omega, force, torque, radius, prm, mtab, ctl,
         exact_add(wall_limbs, 3 * w + 1, fy)
         exact_add(wall_limbs, 3 * w + 2, fz)
         # the contact's share of the stress sum, f (x) l with l = h n (pair_pass.stress_sum's terms)
-        lx = h * nx
-        ly = h * ny
-        lz = h * nz
-        if w0:
-            exact_add(limbs, 0, fx * lx)
-        if w1:
-            exact_add(limbs, 1, fx * ly)
-        if w2:
-            exact_add(limbs, 2, fx * lz)
-        if w3:
-            exact_add(limbs, 3, fy * lx)
-        if w4:
-            exact_add(limbs, 4, fy * ly)
-        if w5:
-            exact_add(limbs, 5, fy * lz)
-        if w6:
-            exact_add(limbs, 6, fz * lx)
-        if w7:
-            exact_add(limbs, 7, fz * ly)
-        if w8:
-            exact_add(limbs, 8, fz * lz)
+        exact_add_outer(limbs, fx, fy, fz, h * nx, h * ny, h * nz, w0, w1, w2, w3, w4, w5, w6, w7, w8)
     for r in range(3 * nw):
         acc[ACC_WALL + r] = exact_value(wall_limbs, r)
     for k in range(9):

@@ -57,7 +57,7 @@ import math
 from .._jit import njit
 from ..core.cell import flow_velocity
 from ..core.grid import trilinear
-from ..core.layout import ACC_STRESS, ACC_WALL
+from ..core.layout import ACC_STRESS, ACC_WALL, WALL_NORMAL, WALL_POINT, WALL_VEL
 
 LAW_NODE = 0
 LAW_AREA = 1
@@ -239,7 +239,7 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls
     """Append the nodes of grain o below wall w (a row of the Simulation's walls: point, inward
     normal, velocity) to the scratch arrays; returns the new count."""
     to = tmpl[o]
-    nx, ny, nz = walls[w, 3], walls[w, 4], walls[w, 5]
+    nx, ny, nz = walls[w, WALL_NORMAL], walls[w, WALL_NORMAL + 1], walls[w, WALL_NORMAL + 2]
     for a in range(t_node_off[to], t_node_off[to + 1]):
         bx = t_nodes[a, 0]
         by = t_nodes[a, 1]
@@ -247,7 +247,8 @@ def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls
         wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
         wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
         wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
-        val = (wx - walls[w, 0]) * nx + (wy - walls[w, 1]) * ny + (wz - walls[w, 2]) * nz
+        val = ((wx - walls[w, WALL_POINT]) * nx + (wy - walls[w, WALL_POINT + 1]) * ny
+               + (wz - walls[w, WALL_POINT + 2]) * nz)
         if val >= 0.0:
             continue
         s = n_sc
@@ -442,9 +443,9 @@ def apply_scratch(n_sc, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
             v1 -= u1
             v2 -= u2
         else:
-            v0 -= walls[w, 6]
-            v1 -= walls[w, 7]
-            v2 -= walls[w, 8]
+            v0 -= walls[w, WALL_VEL]
+            v1 -= walls[w, WALL_VEL + 1]
+            v2 -= walls[w, WALL_VEL + 2]
         vn = v0 * nx + v1 * ny + v2 * nz
         t0 = v0 - vn * nx
         t1 = v1 - vn * ny

@@ -133,6 +133,31 @@ def exact_value(limbs, row):
     return result
 
 
+@njit(_nrt=False, inline="always")
+def exact_add_outer(limbs, fx, fy, fz, lx, ly, lz, w0, w1, w2, w3, w4, w5, w6, w7, w8):
+    """limbs[0:9] += f (x) l (row-major), exactly: a contact's share of a stress sum. Only the
+    components whose flag w0..w8 is set are added (the flags are the caller's loop invariants, so a
+    pass asked for no stress adds nothing)."""
+    if w0:
+        exact_add(limbs, 0, fx * lx)
+    if w1:
+        exact_add(limbs, 1, fx * ly)
+    if w2:
+        exact_add(limbs, 2, fx * lz)
+    if w3:
+        exact_add(limbs, 3, fy * lx)
+    if w4:
+        exact_add(limbs, 4, fy * ly)
+    if w5:
+        exact_add(limbs, 5, fy * lz)
+    if w6:
+        exact_add(limbs, 6, fz * lx)
+    if w7:
+        exact_add(limbs, 7, fz * ly)
+    if w8:
+        exact_add(limbs, 8, fz * lz)
+
+
 @njit(_nrt=False)
 def exact_add_all(limbs, row, values):
     """limbs[row] += every value of the 1-D array values, exactly (values finite)."""

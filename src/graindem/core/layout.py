@@ -18,7 +18,7 @@ walls: rows q < ictl[ICTL_NWCAND] of wfs, wist, wcq, wk, wm are the candidate wa
     (particle, wall) pairs within r + skin of the wall at the last rebuild, keyed wcand[q] =
     i * n_walls + w (ascending at each rebuild); their state carries over from one rebuild to the
     next by key. The arrays are allocated for n * n_walls rows, of which only the front is used.
-    walls rows: point (3), inward unit normal (3), velocity (3), point at the last rebuild (3).
+    walls (n_walls, N_WALL): one row per plane wall, columns WALL_* below.
 mtab (n_materials^2, state.N_PARAM): the contact record of each material pair (row m1 * n + m2).
 cell (float64, core.cell.CELL_*): box origin, lengths, tilts, rates.
 ctl (float64, CTL_*): time step, gravity, damping, skin and the servo of the periodic cell.
@@ -118,3 +118,21 @@ STATUS_DONE = 0
 STATUS_STORE_LOW = 1
 STATUS_PAIRS_FULL = 2
 STATUS_DIVERGED = 3
+
+# walls: a wall row (the columns of the float64 (n_walls, N_WALL) array every body kind's loop reads;
+# boundaries.walls makes the rows and holds the servo)
+WALL_POINT = 0        # 3: a point of the plane now
+WALL_NORMAL = 3       # 3: the inward unit normal m
+WALL_VEL = 6          # 3: the velocity of the step in hand (set by the servo on a servo wall)
+WALL_BUILD = 9        # 3: the point at the last neighbour rebuild
+WALL_MODE = 12        # WALL_PRESCRIBED or WALL_SERVO
+WALL_TARGET = 13      # servo: the target normal force P* (N) the grains press the wall with
+WALL_GAIN = 14        # servo: speed per unit force error, m/(N s)
+WALL_MAX_SPEED = 15   # servo: the largest normal speed (m/s)
+WALL_TANGENT_VEL = 16  # 3, servo: the prescribed tangential velocity
+N_WALL = 19
+# the rows of checkpoints written before the servo columns: point, normal, velocity, build point
+N_WALL_PRESCRIBED = 12
+
+WALL_PRESCRIBED = 0
+WALL_SERVO = 1

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._jit import njit
 from ..boundaries.servo import servo, stress_components_read
-from ..boundaries.walls import servo_walls, wall_forces
+from ..boundaries.walls import WALL_BUILD, WALL_NORMAL, WALL_POINT, WALL_VEL, servo_walls, wall_forces
 from ..contact.store import M_CAPACITY, M_LIVE
 from ..core.cell import list_is_stale
 from ..core.exact_sum import N_LIMBS, exact_value
@@ -140,8 +140,8 @@ def run_steps(nsteps, pos, vel, omega, quat, force, torque, radius, mass, inerti
         for w in range(nw):
             for d in range(3):
                 # the wall pushes the particles with -F (F: the particles' force on it)
-                acc[ACC_BOUNDARY_WORK] -= acc[ACC_WALL + 3 * w + d] * walls[w, 6 + d] * ctl[CTL_DT]
-                walls[w, d] += walls[w, 6 + d] * ctl[CTL_DT]
+                acc[ACC_BOUNDARY_WORK] -= acc[ACC_WALL + 3 * w + d] * walls[w, WALL_VEL + d] * ctl[CTL_DT]
+                walls[w, WALL_POINT + d] += walls[w, WALL_VEL + d] * ctl[CTL_DT]
         wmove = wall_travel(walls, nw)
         ictl[ICTL_STEP] += 1
         out[OUT_STEPS] = step + 1
@@ -160,8 +160,9 @@ def wall_travel(walls, nw):
     """How far the walls moved along their normals since the rebuild (the largest of the nw)."""
     wmove = 0.0
     for w in range(nw):
-        m = abs((walls[w, 0] - walls[w, 9]) * walls[w, 3] + (walls[w, 1] - walls[w, 10]) * walls[w, 4]
-                + (walls[w, 2] - walls[w, 11]) * walls[w, 5])
+        m = abs((walls[w, WALL_POINT] - walls[w, WALL_BUILD]) * walls[w, WALL_NORMAL]
+                + (walls[w, WALL_POINT + 1] - walls[w, WALL_BUILD + 1]) * walls[w, WALL_NORMAL + 1]
+                + (walls[w, WALL_POINT + 2] - walls[w, WALL_BUILD + 2]) * walls[w, WALL_NORMAL + 2])
         if m > wmove:
             wmove = m
     return wmove

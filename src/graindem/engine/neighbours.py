@@ -23,7 +23,7 @@ from ..core.cell import (CELL_L, CELL_LBUILD, CELL_TILT, CELL_TILT_BUILD, grid_b
 from ..core.exact_sum import N_LIMBS, exact_add, exact_value
 from ..core.layout import (ACC_DISS_RELEASED, CTL_DIVERGE_OVERLAP, CTL_RMAX, CTL_SKIN, CTL_VISC, ICTL_N,
                            ICTL_NMAT, ICTL_NPAIRS, ICTL_NREBUILDS, ICTL_NWALLS, ICTL_NWCAND, ICTL_PERIODIC,
-                           ICTL_SORT, PK_CN, PK_DAMP, PK_LIMIT, PK_RSTAR)
+                           ICTL_SORT, PK_CN, PK_DAMP, PK_LIMIT, PK_RSTAR, WALL_BUILD, WALL_NORMAL, WALL_POINT)
 
 
 @njit
@@ -324,8 +324,9 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
     for i in range(n):
         for w in range(nw):
             key = i * nw + w
-            h = ((pos[i, 0] - walls[w, 0]) * walls[w, 3] + (pos[i, 1] - walls[w, 1]) * walls[w, 4]
-                 + (pos[i, 2] - walls[w, 2]) * walls[w, 5])
+            h = ((pos[i, 0] - walls[w, WALL_POINT]) * walls[w, WALL_NORMAL]
+                 + (pos[i, 1] - walls[w, WALL_POINT + 1]) * walls[w, WALL_NORMAL + 1]
+                 + (pos[i, 2] - walls[w, WALL_POINT + 2]) * walls[w, WALL_NORMAL + 2])
             if h < radius[i] + skin:
                 o = old_row[key]
                 if o >= 0:
@@ -357,7 +358,7 @@ def build_pairs(pos, vel, omega, quat, force, torque, radius, mass, inertia, pma
             wrs[q, f] = 0.0
     for w in range(nw):
         for d in range(3):
-            walls[w, 9 + d] = walls[w, d]
+            walls[w, WALL_BUILD + d] = walls[w, WALL_POINT + d]
     ictl[ICTL_NWCAND] = nc
     ictl[ICTL_NPAIRS] = k
     ictl[ICTL_NREBUILDS] += 1

@@ -24,7 +24,7 @@ from ..contact.laws import (JAEGER, MD_INCREMENTAL, MINDLIN, PREFETCH_BELOW, PRE
                             PREFETCH_MIN_POINTS, PREFETCH_TOP, contact_step, prefetch_stacks, separate)
 from ..contact.rows import load_prm, step_jaeger, step_linear, step_md_incremental, step_mindlin, turn_frame
 from ..core.cell import CELL_L, CELL_RATE, CELL_SHEAR_RATE, CELL_TILT, is_sheared, min_image, min_image_tilted
-from ..core.exact_sum import exact_add, exact_value
+from ..core.exact_sum import exact_add, exact_add_outer, exact_value
 from ..core.layout import (ACC_STRESS, CTL_DT, CTL_VISC, ICTL_ENERGY, ICTL_LAW, ICTL_N, ICTL_NPAIRS, ICTL_PERIODIC,
                            LIMB_VISC_WORK, OUT_CI, OUT_CJ, PK_DAMP, PK_LIMIT)
 from ..core.rotations import quat_rotate
@@ -373,24 +373,7 @@ def stress_sum(sc, act, na, pi, nown, limbs, acc, want):
         fx = sc[a, SC_FX]
         fy = sc[a, SC_FY]
         fz = sc[a, SC_FZ]
-        if w0:
-            exact_add(limbs, 0, fx * dx)
-        if w1:
-            exact_add(limbs, 1, fx * dy)
-        if w2:
-            exact_add(limbs, 2, fx * dz)
-        if w3:
-            exact_add(limbs, 3, fy * dx)
-        if w4:
-            exact_add(limbs, 4, fy * dy)
-        if w5:
-            exact_add(limbs, 5, fy * dz)
-        if w6:
-            exact_add(limbs, 6, fz * dx)
-        if w7:
-            exact_add(limbs, 7, fz * dy)
-        if w8:
-            exact_add(limbs, 8, fz * dz)
+        exact_add_outer(limbs, fx, fy, fz, dx, dy, dz, w0, w1, w2, w3, w4, w5, w6, w7, w8)
     for k in range(9):
         if want[k]:
             acc[ACC_STRESS + k] = exact_value(limbs, k)

@@ -753,7 +753,7 @@ class Simulation(DeformableGrains, MixedBodies):
     def wall_positions(self):
         """(n_walls, 3): a point of each wall now."""
         self.setup()
-        return self.walls[:, :3].copy()
+        return self.walls[:, WALL_POINT:WALL_POINT + 3].copy()
 
     def control_axis(self, axis, strain_rate=None, stress=None, gain=None, max_rate=None, integral_steps=0):
         """Drive a periodic axis by a strain rate (1/s; > 0 stretches) or by a stress servo.
@@ -1137,9 +1137,14 @@ class Simulation(DeformableGrains, MixedBodies):
             energy += hertz_energy_sum(np.ascontiguousarray(self.wk[rows, PK_CN]), delta)
         return energy
 
+    def _wall_heights(self, i, w):
+        """Heights of spheres i above walls w (arrays) along the walls' inward normals."""
+        return np.einsum("ij,ij->i", self.pos[i] - self.walls[w, WALL_POINT:WALL_POINT + 3],
+                         self.walls[w, WALL_NORMAL:WALL_NORMAL + 3])
+
     def _wall_overlaps(self, i, w):
         """Overlaps (radius minus distance to the plane) of spheres i with walls w (arrays)."""
-        h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
+        h = self._wall_heights(i, w)
         return self.radius[i] - h
 
     def _check_initial_overlaps(self):
@@ -1367,8 +1372,8 @@ class Simulation(DeformableGrains, MixedBodies):
         tl[:, 0] = self.wfs[rows, S.F_TX]
         tl[:, 1] = self.wfs[rows, S.F_TY]
         T = rotate_rows(self.wcq[rows], tl)
-        normal = -self.walls[w, 3:6]
-        h = np.einsum("ij,ij->i", self.pos[i] - self.walls[w, :3], self.walls[w, 3:6])
+        normal = -self.walls[w, WALL_NORMAL:WALL_NORMAL + 3]
+        h = self._wall_heights(i, w)
         return {"i": i, "wall": w, "normal": normal, "N": self.wfs[rows, S.F_N].copy(), "T": T, "h": h,
                 "overlap": self.radius[i] - h, "kind": self.wfs[rows, S.F_KIND].astype(int),
                 "history_length": self.wist[rows, S.I_LEN].copy()}
