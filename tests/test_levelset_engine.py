@@ -178,3 +178,73 @@ def test_culled_node_pass_finds_the_penetrating_nodes_of_a_brute_force_search(el
             np.testing.assert_allclose(rows, expected[o], rtol=0, atol=1e-12)
             compared += len(rows)
     assert compared > 300, "the poses must put many nodes in contact"
+
+
+def test_culled_wall_and_sphere_node_collection_finds_the_nodes_of_a_brute_force_search(ellipsoid):
+    """Reference: every node of a posed grain tested by numpy without culling, below a plane
+    (height along the inward normal < 0) and inside a sphere (distance to its centre < R). The
+    tree-walking collections (contact.levelset_contact.collect_nodes_wall, collect_nodes_in_sphere)
+    must give exactly these nodes, in template node order, with the same world points and depths,
+    at random poses, planes and spheres cutting the grain."""
+    from graindem.contact import levelset_contact as lc
+    from graindem.core.layout import N_WALL
+    sim = Simulation(mu=0.4, density=1.0, dt=1e-3, allow_unstable_dt=True)
+    sim.set_box((0, 0, 0), (L, L, L), periodic=(True, True, True))
+    sim.set_grain_contact(1e3, law="area")
+    sim.add_grains(ellipsoid, [(3.0, 3.0, 3.0)])
+    sim.setup()
+    g = sim.grains
+    n_nodes = ellipsoid.n_nodes
+    sc = dict(owner=np.zeros(n_nodes, np.int64), other=np.zeros(n_nodes, np.int64),
+              hist=np.zeros(n_nodes, np.int64), x=np.zeros((n_nodes, 3)), g=np.zeros((n_nodes, 3)),
+              delta=np.zeros(n_nodes), k=np.zeros(n_nodes), e=np.zeros((n_nodes, 3)))
+    rng = np.random.default_rng(11)
+    compared = 0
+    for _ in range(12):
+        q = rng.normal(size=4)
+        q /= np.linalg.norm(q)
+        w, x, y, z = q
+        g.rot[0] = [[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                    [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                    [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]]
+        world = g.pos[0] + ellipsoid.nodes @ g.rot[0].T
+        u = rng.normal(size=3)
+        u /= np.linalg.norm(u)
+        # a plane with inward normal u through a point 0.05-0.3 inside the grain's lowest node along u
+        walls = np.zeros((1, N_WALL))
+        walls[0, 0:3] = g.pos[0] + (np.min((world - g.pos[0]) @ u) + rng.uniform(0.05, 0.3)) * u
+        walls[0, 3:6] = u
+        n = lc.collect_nodes_wall(0, 0, g.tmpl, g.t_node_off, g.t_nodes, g.t_areas, g.t_cull, g.pos, g.rot, walls,
+                                  lc.LAW_AREA, 1e3, g.hist_off, sc["owner"], sc["other"], sc["hist"], sc["x"],
+                                  sc["g"], sc["delta"], sc["k"], 0)
+        height = (world - walls[0, 0:3]) @ u
+        below = np.flatnonzero(height < 0)
+        assert 0 < len(below) < n_nodes
+        np.testing.assert_array_equal(sc["hist"][:n], below)
+        np.testing.assert_allclose(sc["x"][:n], world[below], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sc["delta"][:n], -height[below], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sc["k"][:n], 1e3 * ellipsoid.areas[below], rtol=1e-15)
+        compared += n
+        # a sphere of radius 0.3-0.8 reaching 0.05-0.25 past a node, its centre outward along the node's radius
+        a = rng.integers(n_nodes)
+        R = rng.uniform(0.3, 0.8)
+        c = world[a] + (R - rng.uniform(0.05, 0.25)) * (world[a] - g.pos[0]) / np.linalg.norm(world[a] - g.pos[0])
+        ex, ey, ez = c - g.pos[0]
+        n = lc.collect_nodes_in_sphere(0, 7, ex, ey, ez, R, g.tmpl, g.t_node_off, g.t_nodes, g.t_areas, g.t_cull,
+                                       g.pos, g.rot, lc.LAW_AREA, 1e3, g.hist_off, sc["owner"], sc["other"],
+                                       sc["hist"], sc["x"], sc["g"], sc["delta"], sc["k"], sc["e"], 0)
+        dist = np.linalg.norm(world - c, axis=1)
+        inside = np.flatnonzero(dist < R)
+        # nodes within rounding of the sphere's surface may fall either way
+        sure = np.flatnonzero(np.abs(dist - R) > 1e-12)
+        assert 0 < len(inside) < n_nodes
+        np.testing.assert_array_equal(np.intersect1d(sc["hist"][:n], sure), np.intersect1d(inside, sure))
+        assert np.all(np.diff(sc["hist"][:n]) > 0)
+        both = np.intersect1d(sc["hist"][:n], inside)
+        rows = np.searchsorted(sc["hist"][:n], both)
+        np.testing.assert_allclose(sc["x"][rows], world[both], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sc["delta"][rows], R - dist[both], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(sc["g"][rows], (world[both] - c) / dist[both, None], rtol=0, atol=1e-9)
+        assert np.all(sc["other"][:n] == 7)
+        compared += n
+    assert compared > 500, "the planes and spheres must cut many nodes"

@@ -256,13 +256,13 @@ def node_pair_forces(i, j, ex, ey, ez, step, dt, tmpl, t_phi, t_phi_off, t_shape
 
 
 @njit(_nrt=False)
-def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass,
+def node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, vel, omega, rot, mass,
                      material, force, torque, cell, walls, wall_mat, law, k_normal, kt_ratio, mu_tab, zeta, limit,
                      hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k,
                      sc_e, cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl):
     """The node law's forces of grain g on wall w, as `node_pair_forces` (the count -1: a node
     deeper than `limit` times the bounding radius)."""
-    n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal,
+    n_sc = lc.collect_nodes_wall(g, w, tmpl, t_node_off, t_nodes, t_areas, t_cull, pos, rot, walls, law, k_normal,
                                  hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, 0)
     if n_sc == 0:
         return n_cp, 0
@@ -336,9 +336,9 @@ def grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_or
                 dist += (pos[g, d] - walls[w, WALL_POINT + d]) * walls[w, WALL_NORMAL + d]
             if dist > radius[g]:
                 continue
-            n_cp, touched = node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos, vel,
-                                             omega, rot, mass, material, force, torque, cell, walls, wall_mat, law,
-                                             k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner,
+            n_cp, touched = node_wall_forces(g, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, t_cull, pos,
+                                             vel, omega, rot, mass, material, force, torque, cell, walls, wall_mat,
+                                             law, k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner,
                                              last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e,
                                              cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl)
             if n_cp < 0:

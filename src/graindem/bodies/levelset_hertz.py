@@ -431,10 +431,10 @@ def hertz_forces(law_step, count, step, dt, limit, pairs, n_pairs, tmpls, grains
             if ltab[material[i] * n_mat + wmat[w]] == 0:
                 if far:
                     continue
-                n_cp, touched = node_wall_forces(i, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, pos,
-                                                 vel, omega, rot, mass, material, force, torque, cell, walls, wmat,
-                                                 n_law, k_node, kt_ratio, mu_tab, zeta_node, limit, hist_off, shear,
-                                                 partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g,
+                n_cp, touched = node_wall_forces(i, w, step, dt, tmpl, t_node_off, t_nodes, t_areas, t_radius, t_cull,
+                                                 pos, vel, omega, rot, mass, material, force, torque, cell, walls,
+                                                 wmat, n_law, k_node, kt_ratio, mu_tab, zeta_node, limit, hist_off,
+                                                 shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g,
                                                  sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, energy, acc, gctl)
                 if n_cp < 0:
                     return -1

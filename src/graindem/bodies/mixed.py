@@ -199,7 +199,7 @@ def sphere_branch(g_pos, g, s_pos, s, cell, periodic, sheared):
 
 @njit
 def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_nodes,
-                        t_areas, t_radius, g_pos, g_vel, g_omega, g_rot, g_mass, g_motion, g_radius, g_material,
+                        t_areas, t_radius, t_cull, g_pos, g_vel, g_omega, g_rot, g_mass, g_motion, g_radius, g_material,
                         g_force, g_torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force, s_torque,
                         cell, periodic, walls, law, k_normal, kt_ratio, mu_tab, zeta, limit, hist_off, shear, partner,
                         last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij,
@@ -237,8 +237,8 @@ def sphere_grain_forces(step, dt, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shap
             mctl[MC_BAD_SPHERE] = s
             return -1
         n_sc = lc.collect_nodes_in_sphere(g, code, ex, ey, ez, s_radius[s], tmpl, t_node_off, t_nodes, t_areas,
-                                          g_pos, g_rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist, sc_x,
-                                          sc_g, sc_delta, sc_k, sc_e, 0)
+                                          t_cull, g_pos, g_rot, law, k_normal, hist_off, sc_owner, sc_other, sc_hist,
+                                          sc_x, sc_g, sc_delta, sc_k, sc_e, 0)
         if n_sc == 0:
             continue
         for k in range(n_sc):
@@ -280,9 +280,9 @@ def mixed_forces(step, dt, limit, tpl, gb, gc, gh, gs, g_pairs, gravity, cell, p
         mctl[MC_STATUS] = MC_GRAIN_DIVERGED
         return False
     n_cp = sphere_grain_forces(step, dt, sg_pairs, mctl[MC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                               t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius,
-                               material, force, torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force,
-                               s_torque, cell, periodic, g_walls, law, k_normal, kt_ratio, mu_tab, zeta, limit,
+                               t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, vel, omega, rot, mass, motion,
+                               radius, material, force, torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material,
+                               s_force, s_torque, cell, periodic, g_walls, law, k_normal, kt_ratio, mu_tab, zeta, limit,
                                hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
                                sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, sg_energy, g_acc, mctl)
     if n_cp < 0:

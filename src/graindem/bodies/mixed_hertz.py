@@ -69,11 +69,11 @@ def sphere_grain_hertz_forces(law_step, count, step, dt, limit, sg_pairs, n_pair
             node_pairs[n_node, 1] = sg_pairs[c, 1]
             n_node += 1
     n_cp = sphere_grain_forces(step, dt, node_pairs, n_node, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h,
-                               t_node_off, t_nodes, t_areas, t_radius, pos, vel, omega, rot, mass, motion, radius,
-                               material, force, torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material, s_force,
-                               s_torque, cell, periodic, walls, n_law, k_node, kt_ratio, mu_tab, zeta_node, limit,
-                               hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta,
-                               sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, sg_energy, acc, mctl)
+                               t_node_off, t_nodes, t_areas, t_radius, t_cull, pos, vel, omega, rot, mass, motion,
+                               radius, material, force, torque, s_pos, s_vel, s_omega, s_radius, s_mass, s_material,
+                               s_force, s_torque, cell, periodic, walls, n_law, k_node, kt_ratio, mu_tab, zeta_node,
+                               limit, hist_off, shear, partner, last_step, sc_owner, sc_other, sc_hist, sc_x, sc_g,
+                               sc_delta, sc_k, sc_e, cp_x, cp_f, cp_ij, n_cp, sg_energy, acc, mctl)
     if n_cp < 0:
         return -1
     sheared = is_sheared(cell)

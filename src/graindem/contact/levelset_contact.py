@@ -234,36 +234,56 @@ def sort_rows_by_node(first, end, sc_hist, sc_x, sc_g, sc_delta, sc_k):
 
 
 @njit(_nrt=False)
-def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, pos, rot, walls, law, k_normal, hist_off,
+def collect_nodes_wall(o, w, tmpl, t_node_off, t_nodes, t_areas, t_cull, pos, rot, walls, law, k_normal, hist_off,
                        sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, n_sc):
     """Append the nodes of grain o below wall w (a row of the Simulation's walls: point, inward
-    normal, velocity) to the scratch arrays; returns the new count."""
+    normal, velocity) to the scratch arrays, in the order of o's template nodes; returns the new
+    count. o's node tree (t_cull, as in collect_nodes_in) is walked against the wall's half-space: a
+    row whose sphere lies wholly above the plane is skipped with its subtree (the sphere's margin,
+    contact.node_tree.SPHERE_MARGIN, covers the rounding of its centre's height)."""
     to = tmpl[o]
     nx, ny, nz = walls[w, WALL_NORMAL], walls[w, WALL_NORMAL + 1], walls[w, WALL_NORMAL + 2]
-    for a in range(t_node_off[to], t_node_off[to + 1]):
-        bx = t_nodes[a, 0]
-        by = t_nodes[a, 1]
-        bz = t_nodes[a, 2]
-        wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
-        wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
-        wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
-        val = ((wx - walls[w, WALL_POINT]) * nx + (wy - walls[w, WALL_POINT + 1]) * ny
-               + (wz - walls[w, WALL_POINT + 2]) * nz)
-        if val >= 0.0:
+    tree_off, tree, link, tree_node, _ = t_cull
+    first = n_sc
+    base = t_node_off[to]
+    r = tree_off[to]
+    while r < tree_off[to + 1]:
+        rx, ry, rz = tree[r, 0], tree[r, 1], tree[r, 2]
+        height = ((pos[o, 0] + rot[o, 0, 0] * rx + rot[o, 0, 1] * ry + rot[o, 0, 2] * rz - walls[w, WALL_POINT]) * nx
+                  + (pos[o, 1] + rot[o, 1, 0] * rx + rot[o, 1, 1] * ry + rot[o, 1, 2] * rz
+                     - walls[w, WALL_POINT + 1]) * ny
+                  + (pos[o, 2] + rot[o, 2, 0] * rx + rot[o, 2, 1] * ry + rot[o, 2, 2] * rz
+                     - walls[w, WALL_POINT + 2]) * nz)
+        if height > tree[r, 3]:
+            r = link[r, 0]
             continue
-        s = n_sc
-        sc_owner[s] = o
-        sc_other[s] = -2 - w
-        sc_hist[s] = hist_off[o] + (a - t_node_off[to])
-        sc_x[s, 0] = wx
-        sc_x[s, 1] = wy
-        sc_x[s, 2] = wz
-        sc_g[s, 0] = nx
-        sc_g[s, 1] = ny
-        sc_g[s, 2] = nz
-        sc_delta[s] = -val
-        sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
-        n_sc += 1
+        for k in range(link[r, 1], link[r, 2]):
+            a = base + tree_node[k]
+            bx = t_nodes[a, 0]
+            by = t_nodes[a, 1]
+            bz = t_nodes[a, 2]
+            wx = pos[o, 0] + rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
+            wy = pos[o, 1] + rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
+            wz = pos[o, 2] + rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
+            val = ((wx - walls[w, WALL_POINT]) * nx + (wy - walls[w, WALL_POINT + 1]) * ny
+                   + (wz - walls[w, WALL_POINT + 2]) * nz)
+            if val >= 0.0:
+                continue
+            s = n_sc
+            sc_owner[s] = o
+            sc_other[s] = -2 - w
+            sc_hist[s] = hist_off[o] + tree_node[k]
+            sc_x[s, 0] = wx
+            sc_x[s, 1] = wy
+            sc_x[s, 2] = wz
+            sc_g[s, 0] = nx
+            sc_g[s, 1] = ny
+            sc_g[s, 2] = nz
+            sc_delta[s] = -val
+            sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
+            n_sc += 1
+        r += 1
+    sort_rows_by_node(first, n_sc, sc_hist, sc_x, sc_g, sc_delta, sc_k)
     return n_sc
 
 
@@ -275,46 +295,64 @@ def full_weight_stiffness(law, k_normal, area):
 
 
 @njit(_nrt=False)
-def collect_nodes_in_sphere(o, code, ex, ey, ez, R, tmpl, t_node_off, t_nodes, t_areas, pos, rot, law, k_normal,
-                            hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
+def collect_nodes_in_sphere(o, code, ex, ey, ez, R, tmpl, t_node_off, t_nodes, t_areas, t_cull, pos, rot, law,
+                            k_normal, hist_off, sc_owner, sc_other, sc_hist, sc_x, sc_g, sc_delta, sc_k, sc_e, n_sc):
     """Append the nodes of grain o inside a sphere of radius R centred at x_o + (ex, ey, ez) (the
-    image that touches o) to the scratch arrays; returns the new count. The sphere's level set is
-    analytic, phi(x) = |x - c| - R, its gradient the unit vector (x - c) / |x - c|; every node
-    counts with full weight (the sphere has no nodes), as against a wall. `code` is the sphere's
-    history partner (apply_scratch: the grain count plus its index)."""
+    image that touches o) to the scratch arrays, in the order of o's template nodes; returns the
+    new count. The sphere's level set is analytic, phi(x) = |x - c| - R, its gradient the unit
+    vector (x - c) / |x - c|; every node counts with full weight (the sphere has no nodes), as
+    against a wall. `code` is the sphere's history partner (apply_scratch: the grain count plus its
+    index). o's node tree (t_cull, as in collect_nodes_in) is walked against the sphere: a row whose
+    sphere does not meet it is skipped with its subtree."""
     to = tmpl[o]
     # the centre in o's body frame: nodes farther from it than R cannot touch
     cx = rot[o, 0, 0] * ex + rot[o, 1, 0] * ey + rot[o, 2, 0] * ez
     cy = rot[o, 0, 1] * ex + rot[o, 1, 1] * ey + rot[o, 2, 1] * ez
     cz = rot[o, 0, 2] * ex + rot[o, 1, 2] * ey + rot[o, 2, 2] * ez
-    for a in range(t_node_off[to], t_node_off[to + 1]):
-        bx = t_nodes[a, 0] - cx
-        by = t_nodes[a, 1] - cy
-        bz = t_nodes[a, 2] - cz
-        d2 = bx * bx + by * by + bz * bz
-        if d2 >= R * R or d2 == 0.0:
+    tree_off, tree, link, tree_node, _ = t_cull
+    first = n_sc
+    base = t_node_off[to]
+    r = tree_off[to]
+    while r < tree_off[to + 1]:
+        dx = tree[r, 0] - cx
+        dy = tree[r, 1] - cy
+        dz = tree[r, 2] - cz
+        lim = R + tree[r, 3]
+        if dx * dx + dy * dy + dz * dz > lim * lim:
+            r = link[r, 0]
             continue
-        d = math.sqrt(d2)
-        s = n_sc
-        sc_owner[s] = o
-        sc_other[s] = code
-        sc_hist[s] = hist_off[o] + (a - t_node_off[to])
-        # world node and gradient: the body-frame offset from the centre, rotated
-        gx = rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
-        gy = rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
-        gz = rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
-        sc_x[s, 0] = pos[o, 0] + ex + gx
-        sc_x[s, 1] = pos[o, 1] + ey + gy
-        sc_x[s, 2] = pos[o, 2] + ez + gz
-        sc_g[s, 0] = gx / d
-        sc_g[s, 1] = gy / d
-        sc_g[s, 2] = gz / d
-        sc_delta[s] = R - d
-        sc_e[s, 0] = ex
-        sc_e[s, 1] = ey
-        sc_e[s, 2] = ez
-        sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
-        n_sc += 1
+        for k in range(link[r, 1], link[r, 2]):
+            a = base + tree_node[k]
+            bx = t_nodes[a, 0] - cx
+            by = t_nodes[a, 1] - cy
+            bz = t_nodes[a, 2] - cz
+            d2 = bx * bx + by * by + bz * bz
+            if d2 >= R * R or d2 == 0.0:
+                continue
+            d = math.sqrt(d2)
+            s = n_sc
+            sc_owner[s] = o
+            sc_other[s] = code
+            sc_hist[s] = hist_off[o] + tree_node[k]
+            # world node and gradient: the body-frame offset from the centre, rotated
+            gx = rot[o, 0, 0] * bx + rot[o, 0, 1] * by + rot[o, 0, 2] * bz
+            gy = rot[o, 1, 0] * bx + rot[o, 1, 1] * by + rot[o, 1, 2] * bz
+            gz = rot[o, 2, 0] * bx + rot[o, 2, 1] * by + rot[o, 2, 2] * bz
+            sc_x[s, 0] = pos[o, 0] + ex + gx
+            sc_x[s, 1] = pos[o, 1] + ey + gy
+            sc_x[s, 2] = pos[o, 2] + ez + gz
+            sc_g[s, 0] = gx / d
+            sc_g[s, 1] = gy / d
+            sc_g[s, 2] = gz / d
+            sc_delta[s] = R - d
+            sc_e[s, 0] = ex
+            sc_e[s, 1] = ey
+            sc_e[s, 2] = ez
+            sc_k[s] = full_weight_stiffness(law, k_normal, t_areas[a])
+            n_sc += 1
+        r += 1
+    # the rows of one sphere share sc_e, which the sort therefore need not move
+    sort_rows_by_node(first, n_sc, sc_hist, sc_x, sc_g, sc_delta, sc_k)
     return n_sc
 
 
