@@ -59,8 +59,8 @@ from ..core.cell import (CELL_L, CELL_TILT, advance_cell, list_is_stale, flow_di
 from ..core.layout import ACC_STRESS
 from ..core.rotations import free_rotor, quat_to_matrix, turn_by_world_spin
 from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
-                       affine_drift2, initial_motion, neighbour_cutoff, pair_image, rebuild, rigid_kinetic_energy,
-                       update_rotations, write_surfaces_and_contacts)
+                       affine_drift2, initial_motion, neighbour_cutoff, pair_image, pair_network, rebuild,
+                       rigid_kinetic_energy, update_rotations, write_surfaces_and_contacts)
 
 PLANE = 0
 CYLINDER = 1
@@ -112,9 +112,12 @@ def _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemo
 
 
 @njit(inline="always")
-def _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f):
-    """Keep contact point n_cp (node s) and its force for output, while there is room; returns n_cp + 1."""
+def _record_contact(n_cp, s, xw, fx, fy, fz, owner, other, cp_x, cp_f, cp_ij):
+    """Keep contact point n_cp (node s of grain `owner` against `other`: a grain, or obstacle -2 - other)
+    and its force for output, while there is room; returns n_cp + 1."""
     if n_cp < cp_x.shape[0]:
+        cp_ij[n_cp, 0] = owner
+        cp_ij[n_cp, 1] = other
         for d in range(3):
             cp_x[n_cp, d] = xw[s, d]
         cp_f[n_cp, 0] = fx
@@ -207,7 +210,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                       t_areas, t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel,
                       omega, rot, mass, motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque,
                       gravity, cell, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear,
-                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc):
+                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc):
     """Zero and assemble forces, torques and generalized forces, and the Love-Weber stress sum
     acc[ACC_STRESS:ACC_STRESS + 9] (the servo's input); returns the number of contact nodes.
 
@@ -288,7 +291,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 o_force[o, 2] -= fz
                 add_stress(acc, -fx, -fy, -fz, xw[s, 0] - pos[g, 0], xw[s, 1] - pos[g, 1], xw[s, 2] - pos[g, 2])
                 _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemodes, gen)
-                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
+                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, g, -2 - o, cp_x, cp_f, cp_ij)
     # ---- grain pairs: nodes of the slave in the master's deformed level set
     n_iter = dictl[DI_ITER]
     newton = dictl[DI_NEWTON] != 0
@@ -416,7 +419,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 for m in range(nmm):
                     gen[em + m] += mode_ref[m, 0] * f0 + mode_ref[m, 1] * f1 + mode_ref[m, 2] * f2
                 add_stress(acc, fx, fy, fz, -ex, -ey, -ez)
-                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
+                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, sg, mg, cp_x, cp_f, cp_ij)
     return n_cp
 
 
@@ -522,7 +525,7 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
                    t_beta, pos, vel, quat, rot, angmom, omega, mass, inertia, force, torque, eps, epsdot, gen,
                    eps_off, hist_off, shear, partner, last_step, xw, vw, node_r, radius, r_build, pairs, pos_build,
                    gravity, cell, ctl, ictl, acc, periodic, walls, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl,
-                   dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc_ofor, acc_opos, acc_eps,
+                   dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc_ofor, acc_opos, acc_eps,
                    acc_pos, acc_t, gctl):
     """Advance up to n_steps steps (obstacle velocity factor factors[it] in step it); returns the
     number done (fewer when `pairs` must grow: the caller grows it and calls again). `walls`: the
@@ -555,7 +558,7 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
             t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel, omega, rot, mass,
             motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque, gravity, cell, periodic,
             o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear, partner, last_step, pb_value,
-            pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc)
+            pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc)
         # the cell's strain rates for this step: prescribed, or the servo's on the stress just summed
         servo(cell, ctl, ictl, acc)
         # the servo walls' velocities for this step, on their forces just summed
@@ -703,6 +706,7 @@ class DeformableBodies:
         self.mode_ref = np.zeros((max(1, int(self.t_nmodes.max())), 3))
         self.cp_x = np.zeros((max(1000, H), 3))
         self.cp_f = np.zeros((max(1000, H), 3))
+        self.cp_ij = np.zeros((max(1000, H), 2), dtype=np.int64)
         if self.dictl[DI_CACHE]:
             sizes = self.t_shape.prod(axis=1)[self.tmpl]
             self.pb_off = _offsets(sizes.tolist())[:-1]
@@ -753,7 +757,7 @@ class DeformableBodies:
                 self.hist_off, self.shear, self.partner, self.last_step, self.xw, self.vw, self.node_r, self.radius,
                 self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, walls, self.o_type,
                 self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
-                self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.energy, self.acc_ofor,
+                self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.cp_ij, self.energy, self.acc_ofor,
                 self.acc_opos, self.acc_eps, self.acc_pos, self.acc_t, self.gctl)
             done += n
             if done < steps:
@@ -837,6 +841,15 @@ class DeformableBodies:
         """(points (m, 3), forces on the node's grain (m, 3)) of the last force evaluation."""
         n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
         return self.cp_x[:n].copy(), self.cp_f[:n].copy()
+
+    def set_friction(self, mu):
+        """The node contacts' friction coefficient from the next step on."""
+        self.dctl[DC_MU] = float(mu)
+
+    def contact_network(self):
+        """The contacts of the last force evaluation summed per pair: i, j (j <= -2: obstacle -2 - j),
+        force on i, n_nodes (bodies.levelset.pair_network); a pair touching both ways counts once."""
+        return pair_network(self.cp_ij, self.cp_f, min(int(self.gctl[GC_NCP]), len(self.cp_x)))
 
     def surfaces(self):
         """World-frame deformed surfaces of all grains: (vertices, triangles, grain id per vertex).

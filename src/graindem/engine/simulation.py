@@ -369,6 +369,9 @@ class Simulation(DeformableGrains, MixedBodies):
     def _update_mtab(self):
         """The material-pair table the kernels read (row m1 * n_materials + m2), and the per-row
         constants that depend on it."""
+        if self.deformable is not None:
+            self.deformable.set_friction(self._deformable_friction())
+            return
         if self.grains is not None:
             self.grains.mu_tab[:] = self._grain_mu_table()
             if self.grains.hertz is not None:
@@ -1472,8 +1475,8 @@ class Simulation(DeformableGrains, MixedBodies):
     def measure(self):
         """Measurements of the current state (never changes the state)."""
         if self.deformable is not None or self._deform_batches:
-            raise ValueError("measure() does not cover deformable grains yet: read sim.stress(), "
-                             "sim.deformable_energies() and sim.deformable.window_means()")
+            self.setup()
+            return self._deformable_measure()
         if self.grains is not None or self._grain_batches:
             self.setup()
             if self.mixed is not None:
