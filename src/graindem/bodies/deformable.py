@@ -64,6 +64,7 @@ from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTI
 
 PLANE = 0
 CYLINDER = 1
+SURFACE_ARRAYS = ("t_svert", "t_svert_off", "t_sface", "t_sface_off", "t_smodes")
 
 # float settings record
 DC_KS = 0        # normal penalty per unit area
@@ -605,7 +606,7 @@ class DeformableBodies:
     TEMPLATE = ("t_phi", "t_phi_off", "t_shape", "t_origin", "t_h", "t_nodes", "t_node_off", "t_areas", "t_radius",
                 "t_nmodes", "t_table", "t_table_off", "t_nodemodes", "t_nodemode_off", "t_mat_off", "t_mass", "t_k",
                 "t_c", "t_table_resp", "t_tab_off", "t_tab_eps", "t_tab_force", "t_tab_slope", "t_tab_energy",
-                "t_beta", "t_volume")
+                "t_beta", "t_volume", "t_svert", "t_svert_off", "t_sface", "t_sface_off", "t_smodes")
     GRAINS = ("tmpl", "motion", "dof", "material", "pos", "vel", "quat", "rot", "angmom", "omega", "mass", "inertia",
               "force", "torque", "eps", "epsdot", "gen", "eps_off", "hist_off", "shear", "partner", "last_step",
               "node_r", "radius", "r_build", "pairs", "pos_build", "o_type", "o_point", "o_dir", "o_rad", "o_vel",
@@ -642,6 +643,12 @@ class DeformableBodies:
         self.t_tab_energy = _flat([t["tab_energy"] for t in T])
         self.t_beta = np.array([t["beta"] for t in T], dtype=np.float64)
         self.t_volume = np.array([t["volume"] for t in T], dtype=np.float64)
+        # the surface meshes and their modes at the vertices (deformed surfaces, also after a restart)
+        self.t_svert = np.concatenate([t["surface_vertices"] for t in T]).astype(np.float64).reshape(-1, 3)
+        self.t_svert_off = _offsets([len(t["surface_vertices"]) for t in T])
+        self.t_sface = np.concatenate([t["surface_faces"] for t in T]).astype(np.int64).reshape(-1, 3)
+        self.t_sface_off = _offsets([len(t["surface_faces"]) for t in T])
+        self.t_smodes = _flat([t["surface_modes"] for t in T])
         self.tmpl = np.concatenate([np.full(len(b["pos"]), b["template"], dtype=np.int64) for b in batches])
         self.motion = np.concatenate([np.full(len(b["pos"]), b["motion"], dtype=np.int64) for b in batches])
         self.material = np.concatenate([np.full(len(b["pos"]), b["material"], dtype=np.int64) for b in batches])
@@ -853,38 +860,45 @@ class DeformableBodies:
 
     def surfaces(self):
         """World-frame deformed surfaces of all grains: (vertices, triangles, grain id per vertex).
-        A template's surface mesh is deformed by its modes at its vertices (`surface_modes`)."""
+        A template's surface mesh is deformed by its modes at its vertices (t_smodes)."""
         verts, tris, gid = [], [], []
         nv = 0
         for g, t in enumerate(self.tmpl):
-            T = self.templates[t]
-            v = T["surface_vertices"].copy()
+            a, b = int(self.t_svert_off[t]), int(self.t_svert_off[t + 1])
+            v = self.t_svert[a:b].copy()
             nm = int(self.t_nmodes[t])
             if nm:
-                v = v + np.tensordot(self.eps_of(g), T["surface_modes"], axes=(0, 0))
+                # the template's modes at its vertices follow the earlier templates' in t_smodes
+                o = 3 * int(np.sum(self.t_nmodes[:t] * np.diff(self.t_svert_off)[:t]))
+                v = v + np.tensordot(self.eps_of(g), self.t_smodes[o:o + 3 * nm * (b - a)].reshape(nm, b - a, 3),
+                                     axes=(0, 0))
             v = v @ self.rot[g].T + self.pos[g]
             verts.append(v)
-            tris.append(T["surface_faces"] + nv)
+            tris.append(self.t_sface[self.t_sface_off[t]:self.t_sface_off[t + 1]] + nv)
             gid.append(np.full(len(v), g))
             nv += len(v)
         return np.concatenate(verts), np.concatenate(tris), np.concatenate(gid)
 
     def write_vtk(self, prefix):
         """Write `prefix`_surfaces.vtu (deformed grain surfaces) and `prefix`_contacts.vtu."""
-        if self.templates is None:
-            raise ValueError("the surface meshes are not part of a checkpoint: add the templates again to write "
-                             "surfaces after a restart")
+        if self.t_svert is None:
+            raise ValueError("this checkpoint holds no surface meshes (written by an older graindem): no VTK "
+                             "surfaces")
         write_surfaces_and_contacts(self, prefix)
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
-        return {"deform_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        return {"deform_" + name: np.array(getattr(self, name)) for name in self.STATE
+                if getattr(self, name) is not None}
 
     @classmethod
     def from_state(cls, arrays):
         self = cls.__new__(cls)
         self.templates = None
         for name in cls.STATE:
+            if name in SURFACE_ARRAYS and "deform_" + name not in arrays:   # older checkpoints: none
+                setattr(self, name, None)
+                continue
             setattr(self, name, np.ascontiguousarray(np.array(arrays["deform_" + name])))
         self._scratch()
         return self

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
+from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, SURFACE_ARRAYS, DeformableBodies
 from ..bodies.levelset import GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC
 from ..core.layout import (ACC_WALL, CTL_DT, CTL_G, CTL_SKIN, ICTL_NWALLS, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL,
                            N_ICTL)
@@ -416,8 +416,8 @@ class DeformableGrains:
 
     @classmethod
     def _deformable_from_state(cls, arrays, meta, verbose):
-        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE)
-                   if n not in arrays]
+        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE
+                                                       if a not in SURFACE_ARRAYS) if n not in arrays]
         if missing or not isinstance(meta.get("deform_contact"), dict):
             raise ValueError(f"checkpoint of deformable grains lacks {missing or ['metadata deform_contact']}")
         sim = cls._kind_from_state(arrays, meta, verbose)

@@ -1170,11 +1170,14 @@ class Simulation(DeformableGrains, MixedBodies):
         With adaptive_dt on, at the largest current overlap alone (the reference overlap only when
         no pair overlaps): the step then follows the actual stiffness both ways. Level-set grains:
         the bound of their node contacts (see _grain_critical_time_step); both: the smallest of the
-        spheres', the grains' and the grain-sphere contacts' (_mixed_critical_time_step)."""
+        spheres', the grains' and the grain-sphere contacts' (_mixed_critical_time_step). Deformable
+        grains: their set-up's contact and modal bound (_deformable_critical_time_step)."""
         if self.mixed is not None:
             return self._mixed_critical_time_step()
         if self.grains is not None:
             return self._grain_critical_time_step()
+        if self.deformable is not None:   # the contact and modal bounds of their set-up
+            return min(self.deformable_critical_steps.values())
         return self.sphere_critical_time_step()
 
     def sphere_critical_time_step(self, dmax=None):
