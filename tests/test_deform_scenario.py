@@ -109,3 +109,90 @@ def test_servo_boundary_compresses_a_periodic_cell(tmp_path):
     assert summary["energies"]["cell_work"] == 0.0
     rows = (tmp_path / "o" / "series.csv").read_text().splitlines()
     assert rows[0].endswith(",stress") and len(rows) == 3
+
+
+BIAXIAL = """
+[simulation]
+steps = 40
+output_interval = 10
+vtk_interval = 40
+seed = 1
+[material]
+E = 10e6
+nu = 0.3
+density = 1000.0
+[particles]
+kind = "deformable"
+n = 64
+radius_mean = 1e-3
+radius_spread = 0.1
+[deformable]
+nodes = 100
+[grains]
+size_classes = 1
+preparation_steps = 4000
+[loading]
+kind = "biaxial"
+preparation_mu = 0.3
+[output]
+plots = false
+"""
+
+
+def test_deformable_biaxial_run_restarts_bit_for_bit_after_the_servo_reached_its_target(tmp_path):
+    """particles.kind = 'deformable' in the main schema: 64 grains prepared isotropically under the
+    cell's servo (the packing cached in packing.h5 and reused by the second run), then 40 steps of
+    the biaxial test in one run, and 20 + 20 across a restart."""
+    import shutil
+
+    from graindem.engine import checkpoint
+    from graindem.scenarios.levelset_biaxial import PRESSURE_TOLERANCE
+
+    scenario = tmp_path / "biaxial.toml"
+    scenario.write_text(BIAXIAL)
+    straight, first, second = tmp_path / "straight", tmp_path / "first", tmp_path / "second"
+    assert main(["run", str(scenario), "--out", str(straight), "--quiet"]) == 0
+    # the isotropic stage ended settled at the servo's target (the reference), within its tolerance
+    prepared, extra = checkpoint.load(straight / "packing.h5")
+    assert extra["settled"]
+    assert prepared.measure()["pressure"] == pytest.approx(100e3, rel=PRESSURE_TOLERANCE)
+    first.mkdir()
+    shutil.copy(straight / "packing.h5", first / "packing.h5")
+    assert main(["run", str(scenario), "--out", str(first), "--steps", "20", "--quiet"]) == 0
+    assert main(["run", "--restart", str(first / "checkpoint.h5"), "--out", str(second), "--steps", "20",
+                 "--quiet"]) == 0
+    summary = json.loads((straight / "summary.json").read_text())
+    assert summary["n_particles"] == 64 and summary["kinds"] == {"deformable": 64} and summary["steps"] == 40
+    assert summary["peak_stress_ratio"] > 1.0 and summary["steps_per_s"] > 0
+    assert json.loads((second / "summary.json").read_text())["steps"] == 40
+    a, _ = load_checkpoint(straight / "checkpoint.h5")
+    b, _ = load_checkpoint(second / "checkpoint.h5")
+    assert set(a) == set(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    rows = (straight / "series.csv").read_text().splitlines()
+    assert len(rows) == 6
+    # the deformed surfaces, also after the restart (their meshes are part of the checkpoint)
+    for out in (straight, second):
+        assert (out / "vtk" / "grains_000040.vtu").stat().st_size > 0
+        assert (out / "vtk" / "contacts_000040.vtu").exists()
+
+
+@pytest.mark.parametrize("changes, match", [
+    ([("n = 64", "n = 27")], "particles.n must be >= 64"),
+    ([("nodes = 100", "nodes = 3")], "deformable.nodes"),
+    ([("nodes = 100", "nodes = 100\npullback = 'cell'")], "deformable.pullback"),
+    ([("density = 1000.0", "density = 1000.0\ndamping = 0.1")], "material.damping"),
+    ([("size_classes = 1", "size_classes = 1\nshapes = ['superquadric']")], "grains.shapes"),
+    ([("kind = \"deformable\"", "kind = \"sphere\""), ("size_classes = 1\npreparation_steps = 4000\n", "")],
+     "deformable.nodes = 100 has no effect"),
+])
+def test_bad_deformable_biaxial_scenario_is_refused(tmp_path, capsys, changes, match):
+    text = BIAXIAL
+    for old, new in changes:
+        text = text.replace(old, new)
+    scenario = tmp_path / "bad.toml"
+    scenario.write_text(text)
+    assert main(["run", str(scenario), "--out", str(tmp_path / "o")]) == 2
+    assert match in capsys.readouterr().err
+    assert not (tmp_path / "o" / "packing.h5").exists()

@@ -420,8 +420,10 @@ def _check_mixture(config):
 # kt_ratio, damping_ratio and preparation_steps)
 DEFORMABLE_UNUSED_GRAIN_KEYS = ("shapes", "fractions", "axes", "exponents", "mesh_file", "voxel_file", "nodes",
                                 "grid_cells", "law", "n", "number_fraction", "size_ratio", "material")
-# a periodic axis must hold more than two neighbour cutoffs: three grains of a lattice
-MIN_DEFORMABLE_GRAINS = 27
+# a periodic axis must stay wider than two neighbour cutoffs (2 (2.4 r + skin), the level-set grid
+# reaching 0.2 r beyond the surface) through a dense packing: four grains across (27 grains, three
+# across, reach that bound when they pack densely)
+MIN_DEFORMABLE_GRAINS = 64
 
 
 def _check_deformable(config):
@@ -439,7 +441,7 @@ def _check_deformable(config):
                          "size distribution)")
     if part["n"] < MIN_DEFORMABLE_GRAINS:
         raise ValueError(f"particles.n must be >= {MIN_DEFORMABLE_GRAINS} for deformable grains (a periodic axis must "
-                         f"hold three grains, more than two neighbour cutoffs); got {part['n']}")
+                         f"stay wider than two neighbour cutoffs: four grains across); got {part['n']}")
     for name, values in config["materials"].items():
         if values:
             raise ValueError(f"materials.{name} is not supported for deformable grains (they take [material] only): "

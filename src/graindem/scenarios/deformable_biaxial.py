@@ -32,6 +32,7 @@ from .levelset_biaxial import default_stiffness, load_or_prepare, size_classes
 
 EXTRA_KEY = "deformable_packing"
 QUADRATURE_CELLS = 40   # quadrature points per radius for the modal mass and stiffness
+SURFACE_VERTICES = 1000  # vertices of a grain's surface mesh in the VTK output
 
 
 def modal_matrices(template, radius, density, E, nu, damping_ratio):
@@ -71,8 +72,8 @@ def build_assembly(config, mu_prep):
     sim = Simulation(mu=mu_prep, density=mat["density"], E=mat["E"], nu=mat["nu"],
                      dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
                      allow_unstable_dt=sim_cfg["allow_dt_above_critical"])
-    # the lattice of bounding spheres: the level-set grid reaches 2 h = radius / 5 beyond the surface
-    a = 2.02 * 1.2 * float(classes.max())
+    # the lattice of the largest spheres, 1 % apart
+    a = 2.02 * float(classes.max())
     m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
     sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
     pos = (sites[rng.permutation(len(sites))[:n]] + 0.5) * a
@@ -89,7 +90,8 @@ def build_assembly(config, mu_prep):
         sel = which == k
         if not np.any(sel):
             continue
-        tpl = compaction_sphere(dcfg["mode_file"], radius=float(r), n_nodes=dcfg["nodes"], progress=False)
+        tpl = compaction_sphere(dcfg["mode_file"], radius=float(r), n_nodes=dcfg["nodes"],
+                                surface_vertices=SURFACE_VERTICES, progress=False)
         M, K, C = modal_matrices(tpl, float(r), mat["density"], mat["E"], mat["nu"], dcfg["modal_damping_ratio"])
         sim.add_deformable_grains(tpl, pos[sel], modal_mass=M, response=LinearResponse(K), modal_damping=C,
                                   orientations=quat[sel])
