@@ -127,12 +127,13 @@ n = 64
 radius_mean = 1e-3
 radius_spread = 0.1
 [deformable]
-nodes = 100
+nodes = 50
 [grains]
 size_classes = 1
 preparation_steps = 4000
 [loading]
 kind = "biaxial"
+total_strain = 0.002
 preparation_mu = 0.3
 [output]
 plots = false
@@ -163,7 +164,7 @@ def test_deformable_biaxial_run_restarts_bit_for_bit_after_the_servo_reached_its
                  "--quiet"]) == 0
     summary = json.loads((straight / "summary.json").read_text())
     assert summary["n_particles"] == 64 and summary["kinds"] == {"deformable": 64} and summary["steps"] == 40
-    assert summary["peak_stress_ratio"] > 1.0 and summary["steps_per_s"] > 0
+    assert summary["peak_stress_ratio"] > 1.2 and summary["steps_per_s"] > 0   # the axial stress rose
     assert json.loads((second / "summary.json").read_text())["steps"] == 40
     a, _ = load_checkpoint(straight / "checkpoint.h5")
     b, _ = load_checkpoint(second / "checkpoint.h5")
@@ -180,12 +181,12 @@ def test_deformable_biaxial_run_restarts_bit_for_bit_after_the_servo_reached_its
 
 @pytest.mark.parametrize("changes, match", [
     ([("n = 64", "n = 27")], "particles.n must be >= 64"),
-    ([("nodes = 100", "nodes = 3")], "deformable.nodes"),
-    ([("nodes = 100", "nodes = 100\npullback = 'cell'")], "deformable.pullback"),
+    ([("nodes = 50", "nodes = 3")], "deformable.nodes"),
+    ([("nodes = 50", "nodes = 50\npullback = 'cell'")], "deformable.pullback"),
     ([("density = 1000.0", "density = 1000.0\ndamping = 0.1")], "material.damping"),
     ([("size_classes = 1", "size_classes = 1\nshapes = ['superquadric']")], "grains.shapes"),
     ([("kind = \"deformable\"", "kind = \"sphere\""), ("size_classes = 1\npreparation_steps = 4000\n", "")],
-     "deformable.nodes = 100 has no effect"),
+     "deformable.nodes = 50 has no effect"),
 ])
 def test_bad_deformable_biaxial_scenario_is_refused(tmp_path, capsys, changes, match):
     text = BIAXIAL
