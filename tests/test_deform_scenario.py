@@ -23,6 +23,16 @@ wall_speed = 2.0
 """
 
 
+def assert_same_checkpoint_arrays(one, other):
+    """The arrays of one/checkpoint.h5 and other/checkpoint.h5 are identical; returns the first's."""
+    a, _ = load_checkpoint(one / "checkpoint.h5")
+    b, _ = load_checkpoint(other / "checkpoint.h5")
+    assert set(a) == set(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    return a
+
+
 @pytest.mark.parametrize("boundary", ["walls", "oedometer"])
 def test_run_and_restart_continue_bit_for_bit(tmp_path, boundary):
     scenario = tmp_path / "small.toml"
@@ -38,11 +48,7 @@ def test_run_and_restart_continue_bit_for_bit(tmp_path, boundary):
     if boundary == "oedometer":   # the lid's target: stress x the box's face
         assert summary["lid_target"] == pytest.approx(1.0 * (2 * 2 * 10.0) ** 2) and summary["lid_force"] >= 0
     assert json.loads((second / "summary.json").read_text())["steps"] == 40
-    a, _ = load_checkpoint(straight / "checkpoint.h5")
-    b, _ = load_checkpoint(second / "checkpoint.h5")
-    assert set(a) == set(b)
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    a = assert_same_checkpoint_arrays(straight, second)
     rows = (straight / "series.csv").read_text().splitlines()
     assert rows[0].startswith("step,time,wall_force") and len(rows) == 5
     if boundary == "oedometer":   # the lid moves under its servo (boundaries.walls), the other walls stay
@@ -166,11 +172,7 @@ def test_deformable_biaxial_run_restarts_bit_for_bit_after_the_servo_reached_its
     assert summary["n_particles"] == 64 and summary["kinds"] == {"deformable": 64} and summary["steps"] == 40
     assert summary["peak_stress_ratio"] > 1.2 and summary["steps_per_s"] > 0   # the axial stress rose
     assert json.loads((second / "summary.json").read_text())["steps"] == 40
-    a, _ = load_checkpoint(straight / "checkpoint.h5")
-    b, _ = load_checkpoint(second / "checkpoint.h5")
-    assert set(a) == set(b)
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert_same_checkpoint_arrays(straight, second)
     rows = (straight / "series.csv").read_text().splitlines()
     assert len(rows) == 6
     # the deformed surfaces, also after the restart (their meshes are part of the checkpoint)
