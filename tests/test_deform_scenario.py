@@ -199,3 +199,30 @@ def test_bad_deformable_biaxial_scenario_is_refused(tmp_path, capsys, changes, m
     assert main(["run", str(scenario), "--out", str(tmp_path / "o")]) == 2
     assert match in capsys.readouterr().err
     assert not (tmp_path / "o" / "packing.h5").exists()
+
+
+def test_modal_mass_and_stiffness_of_the_scaled_sphere_against_the_closed_form_mode():
+    """The template's modal mass and stiffness (quadrature over the level set, deformable_biaxial)
+    against the integrals of the stand-in mode Phi_i = -R (a x_i + (1 - a) x_i^5), x = X / R, over the
+    ball by Gauss-Legendre in r and cos(theta) and the trapezoid rule in phi (exact for this
+    polynomial): M = rho R^5 int |Phi/R|^2, K = R^3 int lambda (tr E)^2 + 2 mu E:E, E = diag(a + 5 (1 - a) x_i^4)."""
+    from graindem.deform.scenes import compaction_sphere
+    from graindem.scenarios.deformable_biaxial import modal_matrices
+
+    R, rho, E, nu, a = 1e-3, 1000.0, 10e6, 0.3, 0.5
+    tpl = compaction_sphere(radius=R, n_nodes=50, surface_vertices=100, progress=False)
+    M, K, _ = modal_matrices(tpl, R, rho, E, nu, 0.2)
+    r, wr = np.polynomial.legendre.leggauss(12)
+    r, wr = 0.5 * (r + 1.0), 0.5 * wr
+    c, wc = np.polynomial.legendre.leggauss(12)
+    ph = np.linspace(0.0, 2.0 * np.pi, 24, endpoint=False)
+    rr, cc, pp = np.meshgrid(r, c, ph, indexing="ij")
+    w = np.einsum("i,j,k->ijk", wr * r ** 2, wc, np.full(24, 2.0 * np.pi / 24))
+    s = np.sqrt(1.0 - cc ** 2)
+    x = np.stack([rr * s * np.cos(pp), rr * s * np.sin(pp), rr * cc])
+    lam, mu = E * nu / ((1 + nu) * (1 - 2 * nu)), E / (2 * (1 + nu))
+    m_ref = rho * R ** 5 * np.sum(w * np.sum((a * x + (1 - a) * x ** 5) ** 2, axis=0))
+    e = a + 5 * (1 - a) * x ** 4
+    k_ref = R ** 3 * np.sum(w * (lam * np.sum(e, axis=0) ** 2 + 2 * mu * np.sum(e ** 2, axis=0)))
+    # the smoothed-Heaviside quadrature at 40 points per radius
+    assert M[0, 0] == pytest.approx(m_ref, rel=0.02) and K[0, 0] == pytest.approx(k_ref, rel=0.03)
