@@ -172,7 +172,10 @@ def test_deformable_biaxial_run_restarts_bit_for_bit_after_the_servo_reached_its
     assert summary["n_particles"] == 64 and summary["kinds"] == {"deformable": 64} and summary["steps"] == 40
     assert summary["peak_stress_ratio"] > 1.2 and summary["steps_per_s"] > 0   # the axial stress rose
     assert json.loads((second / "summary.json").read_text())["steps"] == 40
-    assert_same_checkpoint_arrays(straight, second)
+    a = assert_same_checkpoint_arrays(straight, second)
+    # prepared at loading.preparation_mu, tested at material.mu (its default)
+    from graindem.bodies.deformable import DC_MU
+    assert prepared.deformable.dctl[DC_MU] == 0.5 and a["deform_dctl"][DC_MU] == 0.5
     rows = (straight / "series.csv").read_text().splitlines()
     assert len(rows) == 6
     # the deformed surfaces, also after the restart (their meshes are part of the checkpoint)
