@@ -66,13 +66,30 @@ def test_free_collision_conserves_momentum_and_energy(sphere):
     assert abs(e1 - e0) < 0.01 * e0
 
 
+def closure(e):
+    """Stored + dissipated - work from the terms of deformable_energies(), summed here."""
+    stored = e["kinetic"] + e["modal_kinetic"] + e["strain"] + e["contact"] + e["tangential_springs"]
+    dissipated = e["dissipated_friction"] + e["dissipated_contact_damping"] + e["dissipated_modal_damping"]
+    return stored + dissipated + e["gravity_potential"] - e["wall_work"] - e["cell_work"]
+
+
 def test_energy_balance_closes_with_friction_and_damping(sphere):
     sim = two_spheres(sphere, offset=4.0, mu=0.4, damping=20.0, modal_damping=[[2e3]])
     sim.setup()
     d = sim.deformable
     e0, _ = total_energy(sim)
-    sim.run(300)
+    start = closure(sim.deformable_energies())
+    sim.run(150)
+    # measure() in mid-collision: one touching pair (many nodes, both ways), its stress is stress()'s
+    m = sim.measure()
+    assert m["n_contact_nodes"] >= 2 and m["n_contacts"] == 1 and m["coordination"] == 1.0
+    assert m["n_wall_contacts"] == 0
+    np.testing.assert_array_equal(m["stress"], sim.stress())
+    sim.run(150)
     e1, parts = total_energy(sim)
+    m = sim.measure()
+    assert m["energy_balance_error"] == pytest.approx(closure(parts) - start, rel=1e-9, abs=1e-12 * e0)
+    assert m["kinetic_energy"] == parts["kinetic"] and m["strain_energy"] == parts["strain"]
     dissipated = (parts["dissipated_friction"] + parts["dissipated_contact_damping"]
                   + parts["dissipated_modal_damping"])
     assert parts["dissipated_friction"] > 0.01 * e0 and parts["dissipated_modal_damping"] > 0.003 * e0

@@ -59,11 +59,12 @@ from ..core.cell import (CELL_L, CELL_TILT, advance_cell, list_is_stale, flow_di
 from ..core.layout import ACC_STRESS
 from ..core.rotations import free_rotor, quat_to_matrix, turn_by_world_spin
 from .levelset import (GC_NCP, GC_NEED, GC_NPAIRS, GC_STEP, MOTION_DYNAMIC, MOTION_FIXED, MOTION_KINEMATIC, N_GC,
-                       affine_drift2, initial_motion, neighbour_cutoff, pair_image, rebuild, rigid_kinetic_energy,
-                       update_rotations, write_surfaces_and_contacts)
+                       affine_drift2, initial_motion, neighbour_cutoff, pair_image, pair_network, rebuild,
+                       rigid_kinetic_energy, update_rotations, write_surfaces_and_contacts)
 
 PLANE = 0
 CYLINDER = 1
+SURFACE_ARRAYS = ("t_svert", "t_svert_off", "t_sface", "t_sface_off", "t_smodes")
 
 # float settings record
 DC_KS = 0        # normal penalty per unit area
@@ -112,9 +113,12 @@ def _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemo
 
 
 @njit(inline="always")
-def _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f):
-    """Keep contact point n_cp (node s) and its force for output, while there is room; returns n_cp + 1."""
+def _record_contact(n_cp, s, xw, fx, fy, fz, owner, other, cp_x, cp_f, cp_ij):
+    """Keep contact point n_cp (node s of grain `owner` against `other`: a grain, or obstacle -2 - other)
+    and its force for output, while there is room; returns n_cp + 1."""
     if n_cp < cp_x.shape[0]:
+        cp_ij[n_cp, 0] = owner
+        cp_ij[n_cp, 1] = other
         for d in range(3):
             cp_x[n_cp, d] = xw[s, d]
         cp_f[n_cp, 0] = fx
@@ -207,7 +211,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                       t_areas, t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel,
                       omega, rot, mass, motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque,
                       gravity, cell, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear,
-                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc):
+                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc):
     """Zero and assemble forces, torques and generalized forces, and the Love-Weber stress sum
     acc[ACC_STRESS:ACC_STRESS + 9] (the servo's input); returns the number of contact nodes.
 
@@ -288,7 +292,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 o_force[o, 2] -= fz
                 add_stress(acc, -fx, -fy, -fz, xw[s, 0] - pos[g, 0], xw[s, 1] - pos[g, 1], xw[s, 2] - pos[g, 2])
                 _node_generalized_force(g, k, n_nodes, nm, mo, e0, fx, fy, fz, rot, t_nodemodes, gen)
-                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
+                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, g, -2 - o, cp_x, cp_f, cp_ij)
     # ---- grain pairs: nodes of the slave in the master's deformed level set
     n_iter = dictl[DI_ITER]
     newton = dictl[DI_NEWTON] != 0
@@ -416,7 +420,7 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 for m in range(nmm):
                     gen[em + m] += mode_ref[m, 0] * f0 + mode_ref[m, 1] * f1 + mode_ref[m, 2] * f2
                 add_stress(acc, fx, fy, fz, -ex, -ey, -ez)
-                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, cp_x, cp_f)
+                n_cp = _record_contact(n_cp, s, xw, fx, fy, fz, sg, mg, cp_x, cp_f, cp_ij)
     return n_cp
 
 
@@ -522,7 +526,7 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
                    t_beta, pos, vel, quat, rot, angmom, omega, mass, inertia, force, torque, eps, epsdot, gen,
                    eps_off, hist_off, shear, partner, last_step, xw, vw, node_r, radius, r_build, pairs, pos_build,
                    gravity, cell, ctl, ictl, acc, periodic, walls, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl,
-                   dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc_ofor, acc_opos, acc_eps,
+                   dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc_ofor, acc_opos, acc_eps,
                    acc_pos, acc_t, gctl):
     """Advance up to n_steps steps (obstacle velocity factor factors[it] in step it); returns the
     number done (fewer when `pairs` must grow: the caller grows it and calls again). `walls`: the
@@ -555,7 +559,7 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
             t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel, omega, rot, mass,
             motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque, gravity, cell, periodic,
             o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear, partner, last_step, pb_value,
-            pb_stamp, pb_off, mode_ref, cp_x, cp_f, energy, acc)
+            pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc)
         # the cell's strain rates for this step: prescribed, or the servo's on the stress just summed
         servo(cell, ctl, ictl, acc)
         # the servo walls' velocities for this step, on their forces just summed
@@ -602,7 +606,7 @@ class DeformableBodies:
     TEMPLATE = ("t_phi", "t_phi_off", "t_shape", "t_origin", "t_h", "t_nodes", "t_node_off", "t_areas", "t_radius",
                 "t_nmodes", "t_table", "t_table_off", "t_nodemodes", "t_nodemode_off", "t_mat_off", "t_mass", "t_k",
                 "t_c", "t_table_resp", "t_tab_off", "t_tab_eps", "t_tab_force", "t_tab_slope", "t_tab_energy",
-                "t_beta", "t_volume")
+                "t_beta", "t_volume", "t_svert", "t_svert_off", "t_sface", "t_sface_off", "t_smodes")
     GRAINS = ("tmpl", "motion", "dof", "material", "pos", "vel", "quat", "rot", "angmom", "omega", "mass", "inertia",
               "force", "torque", "eps", "epsdot", "gen", "eps_off", "hist_off", "shear", "partner", "last_step",
               "node_r", "radius", "r_build", "pairs", "pos_build", "o_type", "o_point", "o_dir", "o_rad", "o_vel",
@@ -639,6 +643,12 @@ class DeformableBodies:
         self.t_tab_energy = _flat([t["tab_energy"] for t in T])
         self.t_beta = np.array([t["beta"] for t in T], dtype=np.float64)
         self.t_volume = np.array([t["volume"] for t in T], dtype=np.float64)
+        # the surface meshes and their modes at the vertices (deformed surfaces, also after a restart)
+        self.t_svert = np.concatenate([t["surface_vertices"] for t in T]).astype(np.float64).reshape(-1, 3)
+        self.t_svert_off = _offsets([len(t["surface_vertices"]) for t in T])
+        self.t_sface = np.concatenate([t["surface_faces"] for t in T]).astype(np.int64).reshape(-1, 3)
+        self.t_sface_off = _offsets([len(t["surface_faces"]) for t in T])
+        self.t_smodes = _flat([t["surface_modes"] for t in T])
         self.tmpl = np.concatenate([np.full(len(b["pos"]), b["template"], dtype=np.int64) for b in batches])
         self.motion = np.concatenate([np.full(len(b["pos"]), b["motion"], dtype=np.int64) for b in batches])
         self.material = np.concatenate([np.full(len(b["pos"]), b["material"], dtype=np.int64) for b in batches])
@@ -703,6 +713,7 @@ class DeformableBodies:
         self.mode_ref = np.zeros((max(1, int(self.t_nmodes.max())), 3))
         self.cp_x = np.zeros((max(1000, H), 3))
         self.cp_f = np.zeros((max(1000, H), 3))
+        self.cp_ij = np.zeros((max(1000, H), 2), dtype=np.int64)
         if self.dictl[DI_CACHE]:
             sizes = self.t_shape.prod(axis=1)[self.tmpl]
             self.pb_off = _offsets(sizes.tolist())[:-1]
@@ -753,7 +764,7 @@ class DeformableBodies:
                 self.hist_off, self.shear, self.partner, self.last_step, self.xw, self.vw, self.node_r, self.radius,
                 self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, walls, self.o_type,
                 self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
-                self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.energy, self.acc_ofor,
+                self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.cp_ij, self.energy, self.acc_ofor,
                 self.acc_opos, self.acc_eps, self.acc_pos, self.acc_t, self.gctl)
             done += n
             if done < steps:
@@ -838,40 +849,56 @@ class DeformableBodies:
         n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
         return self.cp_x[:n].copy(), self.cp_f[:n].copy()
 
+    def set_friction(self, mu):
+        """The node contacts' friction coefficient from the next step on."""
+        self.dctl[DC_MU] = float(mu)
+
+    def contact_network(self):
+        """The contacts of the last force evaluation summed per pair: i, j (j <= -2: obstacle -2 - j),
+        force on i, n_nodes (bodies.levelset.pair_network); a pair touching both ways counts once."""
+        return pair_network(self.cp_ij, self.cp_f, min(int(self.gctl[GC_NCP]), len(self.cp_x)))
+
     def surfaces(self):
         """World-frame deformed surfaces of all grains: (vertices, triangles, grain id per vertex).
-        A template's surface mesh is deformed by its modes at its vertices (`surface_modes`)."""
+        A template's surface mesh is deformed by its modes at its vertices (t_smodes)."""
         verts, tris, gid = [], [], []
         nv = 0
         for g, t in enumerate(self.tmpl):
-            T = self.templates[t]
-            v = T["surface_vertices"].copy()
+            a, b = int(self.t_svert_off[t]), int(self.t_svert_off[t + 1])
+            v = self.t_svert[a:b].copy()
             nm = int(self.t_nmodes[t])
             if nm:
-                v = v + np.tensordot(self.eps_of(g), T["surface_modes"], axes=(0, 0))
+                # the template's modes at its vertices follow the earlier templates' in t_smodes
+                o = 3 * int(np.sum(self.t_nmodes[:t] * np.diff(self.t_svert_off)[:t]))
+                v = v + np.tensordot(self.eps_of(g), self.t_smodes[o:o + 3 * nm * (b - a)].reshape(nm, b - a, 3),
+                                     axes=(0, 0))
             v = v @ self.rot[g].T + self.pos[g]
             verts.append(v)
-            tris.append(T["surface_faces"] + nv)
+            tris.append(self.t_sface[self.t_sface_off[t]:self.t_sface_off[t + 1]] + nv)
             gid.append(np.full(len(v), g))
             nv += len(v)
         return np.concatenate(verts), np.concatenate(tris), np.concatenate(gid)
 
     def write_vtk(self, prefix):
         """Write `prefix`_surfaces.vtu (deformed grain surfaces) and `prefix`_contacts.vtu."""
-        if self.templates is None:
-            raise ValueError("the surface meshes are not part of a checkpoint: add the templates again to write "
-                             "surfaces after a restart")
+        if self.t_svert is None:
+            raise ValueError("this checkpoint holds no surface meshes (written by an older graindem): no VTK "
+                             "surfaces")
         write_surfaces_and_contacts(self, prefix)
 
     # ---------------------------------------------------------------- state
     def state_arrays(self):
-        return {"deform_" + name: np.array(getattr(self, name)) for name in self.STATE}
+        return {"deform_" + name: np.array(getattr(self, name)) for name in self.STATE
+                if getattr(self, name) is not None}
 
     @classmethod
     def from_state(cls, arrays):
         self = cls.__new__(cls)
         self.templates = None
         for name in cls.STATE:
+            if name in SURFACE_ARRAYS and "deform_" + name not in arrays:   # older checkpoints: none
+                setattr(self, name, None)
+                continue
             setattr(self, name, np.ascontiguousarray(np.array(arrays["deform_" + name])))
         self._scratch()
         return self

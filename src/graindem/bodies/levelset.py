@@ -775,23 +775,8 @@ class LevelSetBodies:
         return self.cp_x[:n].copy(), self.cp_f[:n].copy()
 
     def contact_network(self):
-        """The contacts of the last force evaluation summed per pair: dict of i, j (j <= -2: wall
-        -2 - j), force (m, 3) on i, n_nodes (m,). Each node force counts for its owner against its
-        partner, whichever of the two owns it."""
-        n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
-        o = self.cp_ij[:n, 0]
-        p = self.cp_ij[:n, 1]
-        f = self.cp_f[:n]
-        # orient each row as (lower grain, other): the force on the lower one
-        swap = (p >= 0) & (p < o)
-        i = np.where(swap, p, o)
-        j = np.where(swap, o, p)
-        f = np.where(swap[:, None], -f, f)
-        key = np.stack([i, j], axis=1)
-        uniq, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-        tot = np.zeros((len(uniq), 3))
-        np.add.at(tot, inv.reshape(-1), f)
-        return {"i": uniq[:, 0].copy(), "j": uniq[:, 1].copy(), "force": tot, "n_nodes": counts}
+        """The contacts of the last force evaluation summed per pair (pair_network)."""
+        return pair_network(self.cp_ij, self.cp_f, min(int(self.gctl[GC_NCP]), len(self.cp_x)))
 
     def surfaces(self):
         """World-frame marching-cubes surfaces of all grains: (vertices, triangles, grain_id)."""
@@ -856,6 +841,25 @@ def rigid_kinetic_energy(mass, vel, rot, angmom, inertia, motion):
         Lb = rot[g].T @ angmom[g]
         e += 0.5 * np.sum(Lb * Lb / inertia[g])
     return float(e)
+
+
+def pair_network(cp_ij, cp_f, n):
+    """The first n recorded node contacts summed per pair: dict of i, j (j <= -2: wall -2 - j), force
+    (m, 3) on i, n_nodes (m,). Row k of cp_ij holds the owner of node force cp_f[k] and its partner;
+    each node force counts for its owner against its partner, whichever of the two owns it."""
+    o = cp_ij[:n, 0]
+    p = cp_ij[:n, 1]
+    f = cp_f[:n]
+    # orient each row as (lower grain, other): the force on the lower one
+    swap = (p >= 0) & (p < o)
+    i = np.where(swap, p, o)
+    j = np.where(swap, o, p)
+    f = np.where(swap[:, None], -f, f)
+    key = np.stack([i, j], axis=1)
+    uniq, inv, counts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    tot = np.zeros((len(uniq), 3))
+    np.add.at(tot, inv.reshape(-1), f)
+    return {"i": uniq[:, 0].copy(), "j": uniq[:, 1].copy(), "force": tot, "n_nodes": counts}
 
 
 def write_surfaces_and_contacts(bodies, prefix):

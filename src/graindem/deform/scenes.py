@@ -132,9 +132,25 @@ def _extend_radially(mode_set, grid, radius, step):
     return flat.reshape(grid.shape + (3,))
 
 
-def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertices=4000, node_layout="octahedral",
-                      exterior="linear", progress=None):
+class SimilarModeSet:
+    """A mode file's modes on a sphere `factor` times as large: Φ'(X) = factor Φ(X / factor) (a pole
+    that moved R per unit ε moves factor R)."""
+
+    def __init__(self, mode_set, factor):
+        self.mode_set = mode_set
+        self.factor = float(factor)
+
+    def evaluate(self, points, modes=None):
+        return self.factor * self.mode_set.evaluate(np.asarray(points, dtype=np.float64) / self.factor, modes)
+
+
+def compaction_sphere(mode_file=None, spacing=None, n_nodes=None, surface_vertices=4000, node_layout="octahedral",
+                      exterior="linear", progress=None, radius=SPHERE_RADIUS):
     """Table 2 sphere with one compaction mode: from ``mode_file`` (graindem mode file) or the stand-in.
+
+    ``radius``: the sphere's radius (the seed's 10 voxel units by default); ``spacing``: the level-set
+    grid's (default radius / 10). A mode file of a sphere of another radius is scaled to this one
+    (`SimilarModeSet`: a linear-elastic sphere's modes are similar under scaling).
 
     ``node_layout``: "octahedral" (default; `octahedral_sphere_mesh` with the frequency giving about
     ``n_nodes`` nodes: 402 for 400, 1298 for the default one node per h² of surface) puts nodes on
@@ -154,17 +170,30 @@ def compaction_sphere(mode_file=None, spacing=1.0, n_nodes=None, surface_vertice
     show = interactive() if progress is None else bool(progress)
     bar = Progress(3, desc="deformable template compaction_sphere", quiet=not show, unit="stage")
     bar.update(0, stage="level set")
-    r = SPHERE_RADIUS
-    phi0 = GridField.sample(lambda p: np.linalg.norm(p, axis=1) - r, [-r - 6] * 3, [r + 6] * 3, spacing)
+    r = float(radius)
+    if not (np.isfinite(r) and r > 0):
+        raise ValueError(f"radius must be a finite number > 0, got {radius!r}")
+    spacing = r / 10.0 if spacing is None else spacing
+    pad = 6.0 * r / SPHERE_RADIUS
+    phi0 = GridField.sample(lambda p: np.linalg.norm(p, axis=1) - r, [-r - pad] * 3, [r + pad] * 3, spacing)
     bar.update(1, stage="mode on the grid")
     node_values = None
     if mode_file is not None:
         from graindem.fem import read_mode_file
 
         mode_set = read_mode_file(mode_file)
+        similar = r / float(np.linalg.norm(mode_set.nodes, axis=1).max())
+        length = mode_set.metadata.get("coordinate", "relative") == "length"
+        if abs(similar - 1.0) > 1e-3:   # a file within 0.1 % of the radius is read as it is
+            if exterior != "linear":
+                raise ValueError(f"a mode file of a sphere of radius {r / similar:g} scales to radius {r:g} with "
+                                 "exterior='linear' only")
+            mode_set = SimilarModeSet(mode_set, similar)
+        else:
+            similar = 1.0
         # the validations read ε as indentation / R: a file in length units (pole moves 1 per unit q)
-        # is R times smaller than that mode
-        scale = r if mode_set.metadata.get("coordinate", "relative") == "length" else 1.0
+        # is its own radius times smaller than that mode
+        scale = r / similar if length else 1.0
         if exterior == "linear":
             values = scale * _extend_radially(mode_set, phi0, r, spacing)
             mode = GridMode(values, phi0.origin, phi0.spacing)

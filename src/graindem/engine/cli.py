@@ -5,7 +5,9 @@
 
 A mixture of spheres and shaped grains (particles.kind = "mixture") runs the biaxial (or
 isotropic) test in the periodic cell (its packing prepared by scenarios.mixed_biaxial), or the pile
-scenario of scenarios.mixed_pile, with its own outputs.
+scenario of scenarios.mixed_pile, with its own outputs. Deformable grains (particles.kind =
+"deformable") run the biaxial or isotropic test in the periodic cell (scenarios.deformable_biaxial);
+a file of simulation.scenario = "deformable_compaction" has that scenario's own schema and driver.
 
 The results folder gets series.csv/.jsonl/.json, VTK files (particles.pvd, contacts.pvd), PNG
 plots, checkpoint.h5 (everything needed to continue bit for bit) and summary.json. The prepared
@@ -197,6 +199,7 @@ def run_scenario(config, out, steps=None, quiet=False):
                          "(it runs 'biaxial'); use that scenario's own command")
     levelset = config["particles"]["kind"] == "levelset"
     mixture = config["particles"]["kind"] == "mixture"
+    deformable = config["particles"]["kind"] == "deformable"
     if config["boundary"]["kind"] != "periodic":
         raise ValueError("boundary.kind must be 'periodic' for the biaxial scenario (walls are not supported there yet)")
     load = config["loading"]
@@ -222,6 +225,9 @@ def run_scenario(config, out, steps=None, quiet=False):
     elif mixture:
         from ..scenarios.mixed_biaxial import prepared_mixture
         sim = prepared_mixture(config, cache=out / "packing.h5", announce=announce)
+    elif deformable:
+        from ..scenarios.deformable_biaxial import prepared_deformable
+        sim = prepared_deformable(config, cache=out / "packing.h5", announce=announce)
     elif part["file"]:
         sim = packing_from_file(part["file"], config["boundary"]["box"], material, load["confining_stress"],
                                 materials=materials,
@@ -251,6 +257,8 @@ def run_scenario(config, out, steps=None, quiet=False):
         law = config["grains"]["law"] if shape_law == "area" else f"{shape_law} ({law})"
     elif mixture:
         law = f"{law} (spheres), {config['grains']['law']} (grains, grain-sphere)"
+    elif deformable:
+        law = f"deformable node penalty ({config['deformable']['pullback']} pull-back)"
     if load["kind"] == "isotropic":
         summary = {"law": law, "n_particles": sim.n_bodies, "kinds": sim.kinds, "steps": sim.step_count,
                    **{k: v for k, v in sim.measure().items() if k in ("pressure", "void_ratio", "coordination",
@@ -264,7 +272,8 @@ def run_scenario(config, out, steps=None, quiet=False):
     test = B.start_test(sim, law, xi=config["contact"]["xi"], steps=nsteps,
                         total_strain=total_strain, axis=load["axis"], stress_axis=load["stress_axis"],
                         pressure=load["confining_stress"], local_damping=mat["damping"])
-    apply_rolling(sim, config["contact"], config.get("materials"))
+    if not deformable:   # deformable grains take no rolling resistance (refused in the file)
+        apply_rolling(sim, config["contact"], config.get("materials"))
     if load["shear_rate"] is not None:
         for plane, rate in zip(sim.SHEAR_PLANES, load["shear_rate"]):
             if rate != 0.0:
@@ -274,7 +283,8 @@ def run_scenario(config, out, steps=None, quiet=False):
     _write_run_identity(out, test["run_id"])
     if announce:
         announce(B.dt_line(sim))
-        what = ", ".join(f"{v} {'level-set grains' if k == 'levelset' else 'spheres'}" for k, v in sim.kinds.items())
+        names = {"sphere": "spheres", "levelset": "level-set grains", "deformable": "deformable grains"}
+        what = ", ".join(f"{v} {names[k]}" for k, v in sim.kinds.items())
         announce(f"biaxial test, law {test['law']}: {what}, {nsteps} steps to "
                  f"{100 * total_strain:.2f} % axial strain")
     rows, rate = drive_test(sim, test, out, steps=run_steps, output_interval=sim_cfg["output_interval"],

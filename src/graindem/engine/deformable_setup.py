@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
-from ..bodies.levelset import GC_STEP
+from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, SURFACE_ARRAYS, DeformableBodies
+from ..bodies.levelset import GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC
 from ..core.layout import (ACC_WALL, CTL_DT, CTL_G, CTL_SKIN, ICTL_NWALLS, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL,
                            N_ICTL)
 from ..contact import state as S
@@ -234,11 +234,7 @@ class DeformableGrains:
         if self.local_damping != 0.0:
             raise ValueError(f"local_damping = {self.local_damping} is not applied to deformable grains: give 0 and "
                              "damp them by the contact damping (set_deformable_contact) and the modal damping")
-        mats = sorted({b["material"] for b in self._deform_batches})
-        mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
-        if len(mus) > 1:
-            raise ValueError("deformable grains whose material pairs differ in friction are not supported yet")
-        contact = dict(self.deform_contact, mu=mus.pop())
+        contact = dict(self.deform_contact, mu=self._deformable_friction())
         self.walls = wall_rows(np.array(self._walls, dtype=np.float64).reshape(-1, N_WALL))
         if self._travel is not None and self._servo_wall_indices():
             raise ValueError(self._travel_with_servo())
@@ -267,10 +263,23 @@ class DeformableGrains:
         dt = self._time_step()
         self.ctl[CTL_DT] = dt
         self.ready = True
+        self.energy_start = self._deformable_energy_total()
         crit = self.deformable_critical_steps
         self.message(f"graindem: {d.n} deformable grains of {len(d.t_nmodes)} template(s) "
                      f"({int(d.t_nmodes[d.tmpl].sum())} modal coordinates), dt = {dt:.4g}, dt_crit = {self.dt_crit:.4g} "
                      f"(contact {crit['rigid']:.4g}, modal {crit['modal']:.4g}), dt/dt_crit = {dt / self.dt_crit:.3f}")
+
+    def _deformable_friction(self):
+        """The one friction coefficient of the deformable grains' material pairs (their node contacts
+        take a single mu)."""
+        if self.deformable is not None:
+            mats = np.unique(self.deformable.material).tolist()
+        else:
+            mats = sorted({b["material"] for b in self._deform_batches})
+        mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
+        if len(mus) > 1:
+            raise ValueError("deformable grains whose material pairs differ in friction are not supported yet")
+        return mus.pop()
 
     def _deformable_critical_time_step(self):
         """min over templates of √(m / k_c) (a node contact patch k_c = k_s × contact area, m the smaller
@@ -356,22 +365,65 @@ class DeformableGrains:
         self.setup()
         return self.deformable.energies(self.gravity, self._grain_boundary_work())
 
+    def _deformable_energy_total(self):
+        """DeformableBodies.energies' balance: stored + dissipated - work, constant while the energy
+        balance closes (measure()'s energy_balance_error is its change since the set-up)."""
+        return float(self.deformable_energies()["balance"])
+
+    def _deformable_measure(self):
+        """measure() of a run of deformable grains: the keys of the other kinds where they mean the
+        same, the energies of `deformable_energies` (one formula each) and the modal ones. A touching
+        grain pair counts once (its node contacts summed, both ways), obstacles in n_wall_contacts;
+        the void ratio takes the grains' reference volumes; sliding is not recorded per node (nan)."""
+        d = self.deformable
+        e = self.deformable_energies()
+        net = d.contact_network()
+        pair = net["j"] >= 0
+        n_c = int(pair.sum())
+        dyn = d.motion == MOTION_DYNAMIC
+        solid = float(np.sum(d.t_volume[d.tmpl]))
+        sig = self.stress()
+        strain = np.log(self.box_lengths / self.L0)
+        fmean = float(np.mean(np.linalg.norm(net["force"], axis=1))) if len(net["i"]) else 0.0
+        # d.force holds the contact forces and gravity of the last evaluation: the net force per grain
+        unbalanced = float(np.mean(np.linalg.norm(d.force[dyn], axis=1))) / fmean if fmean > 0.0 else math.inf
+        return {
+            "step": self.step_count, "time": self.time, "unbalanced_force_ratio": unbalanced,
+            "stress": sig, "pressure": float(np.trace(sig) / 3.0),
+            "strain": strain, "volumetric_strain": float(strain.sum()), "shear_strain": self.shear_strain,
+            "void_ratio": self.volume / solid - 1.0, "n_contacts": n_c,
+            "coordination": 2.0 * n_c / max(int(dyn.sum()), 1), "n_wall_contacts": int((~pair).sum()),
+            "n_contact_nodes": int(d.gctl[GC_NCP]), "sliding_fraction": math.nan,
+            "kinetic_energy": e["kinetic"], "modal_kinetic_energy": e["modal_kinetic"], "strain_energy": e["strain"],
+            "elastic_normal_energy": e["contact"], "tangential_energy": e["tangential_springs"],
+            "tangential_work": e["tangential_springs"] + e["dissipated_friction"],
+            "frictional_dissipation": e["dissipated_friction"], "viscous_dissipation": e["dissipated_contact_damping"],
+            "modal_damping_dissipation": e["dissipated_modal_damping"], "local_damping_dissipation": 0.0,
+            "gravity_potential": e["gravity_potential"], "wall_work": e["wall_work"], "cell_work": e["cell_work"],
+            "boundary_work": e["wall_work"] + e["cell_work"],
+            "energy_balance_error": e["balance"] - self.energy_start,
+            "mean_history_length": 0.0, "max_history_length": 0, "store_bytes": 0, "store_bytes_allocated": 0,
+            "n_rebuilds": int(d.gctl[GC_NREBUILDS]), "dt_over_dt_crit": self.dt / self.dt_crit,
+        }
+
     def _deformable_state_dict(self):
         d, meta = self._kind_state("deformable")
         d.update(self.deformable.state_arrays())
         meta["deform_contact"] = dict(self.deform_contact)
         meta["critical_steps"] = dict(self.deformable_critical_steps)
+        meta["energy_start"] = self.energy_start
         return d, meta
 
     @classmethod
     def _deformable_from_state(cls, arrays, meta, verbose):
-        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE)
-                   if n not in arrays]
+        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE
+                                                       if a not in SURFACE_ARRAYS) if n not in arrays]
         if missing or not isinstance(meta.get("deform_contact"), dict):
             raise ValueError(f"checkpoint of deformable grains lacks {missing or ['metadata deform_contact']}")
         sim = cls._kind_from_state(arrays, meta, verbose)
         sim.deformable = DeformableBodies.from_state(arrays)
         sim.deform_contact = dict(meta["deform_contact"])
         sim.deformable_critical_steps = dict(meta["critical_steps"])
+        sim.energy_start = float(meta.get("energy_start", math.nan))
         return sim
 

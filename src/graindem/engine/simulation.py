@@ -369,6 +369,9 @@ class Simulation(DeformableGrains, MixedBodies):
     def _update_mtab(self):
         """The material-pair table the kernels read (row m1 * n_materials + m2), and the per-row
         constants that depend on it."""
+        if self.deformable is not None:
+            self.deformable.set_friction(self._deformable_friction())
+            return
         if self.grains is not None:
             self.grains.mu_tab[:] = self._grain_mu_table()
             if self.grains.hertz is not None:
@@ -1172,11 +1175,14 @@ class Simulation(DeformableGrains, MixedBodies):
         With adaptive_dt on, at the largest current overlap alone (the reference overlap only when
         no pair overlaps): the step then follows the actual stiffness both ways. Level-set grains:
         the bound of their node contacts (see _grain_critical_time_step); both: the smallest of the
-        spheres', the grains' and the grain-sphere contacts' (_mixed_critical_time_step)."""
+        spheres', the grains' and the grain-sphere contacts' (_mixed_critical_time_step). Deformable
+        grains: their set-up's contact and modal bound (_deformable_critical_time_step)."""
         if self.mixed is not None:
             return self._mixed_critical_time_step()
         if self.grains is not None:
             return self._grain_critical_time_step()
+        if self.deformable is not None:   # the contact and modal bounds of their set-up
+            return min(self.deformable_critical_steps.values())
         return self.sphere_critical_time_step()
 
     def sphere_critical_time_step(self, dmax=None):
@@ -1477,8 +1483,8 @@ class Simulation(DeformableGrains, MixedBodies):
     def measure(self):
         """Measurements of the current state (never changes the state)."""
         if self.deformable is not None or self._deform_batches:
-            raise ValueError("measure() does not cover deformable grains yet: read sim.stress(), "
-                             "sim.deformable_energies() and sim.deformable.window_means()")
+            self.setup()
+            return self._deformable_measure()
         if self.grains is not None or self._grain_batches:
             self.setup()
             if self.mixed is not None:

@@ -98,7 +98,7 @@ DENSE_SOLID_FRACTION = 0.64
 # fmt: off
 SCHEMA = {
     "simulation": {
-        "scenario": Key(str, "biaxial", "which scenario builds and drives the run: 'biaxial' (a periodic cell under the stress servo; particles.kind 'sphere', 'levelset' or 'mixture'); 'pile' (particles.kind = 'mixture': spheres and shaped grains settling under gravity in a walled box)", choices=("biaxial", "pile")),
+        "scenario": Key(str, "biaxial", "which scenario builds and drives the run: 'biaxial' (a periodic cell under the stress servo; particles.kind 'sphere', 'levelset', 'mixture' or 'deformable'); 'pile' (particles.kind = 'mixture': spheres and shaped grains settling under gravity in a walled box)", choices=("biaxial", "pile")),
         "steps": Key(int, 40000, "number of time steps", "steps", ge=1, le=10**10),
         "dt": Key(float, None, "time step; give dt or dt_fraction, not both", "s", gt=0.0, le=1.0),
         "dt_fraction": Key(float, 0.2, "time step as a fraction of the critical one", "-", gt=0.0, le=1.0),
@@ -142,7 +142,7 @@ SCHEMA = {
         "shape_curvature_limit": Key(float, 10.0, "shape_law 'hertz_curvature': bound on the effective radius at flat or concave points, in units of the pair's volume-equivalent R*", "-", gt=0.0, le=1000.0),
     },
     "particles": {
-        "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution), or a 'mixture' of spheres (particles.n, the size distribution, materials) and shaped grains ([grains] shapes, grains.n or grains.number_fraction, grains.size_ratio, grains.material)", choices=("sphere", "levelset", "mixture")),
+        "kind": Key(str, "sphere", "body kind: spheres, or rigid level-set grains of the shapes of [grains] (their size: the largest semi-axis, or the bounding radius of a mesh or voxel grain, drawn from the size distribution), or a 'mixture' of spheres (particles.n, the size distribution, materials) and shaped grains ([grains] shapes, grains.n or grains.number_fraction, grains.size_ratio, grains.material), or 'deformable' spheres with a compaction mode ([deformable]; size classes, contact stiffness and damping, preparation from [grains])", choices=("sphere", "levelset", "mixture", "deformable")),
         "n": Key(int, 512, "number of spheres (with a size distribution; or give file); the smallest n also depends on total_strain (the periodic cell must stay wider than two neighbour cutoffs)", "-", ge=1, le=MAX_GENERATED_SPHERES),
         "distribution": Key(str, "uniform", "size distribution of the generated spheres (size ratio max/min <= 10)",
                             choices=("uniform", "lognormal", "sieve")),
@@ -174,6 +174,14 @@ SCHEMA = {
         "size_ratio": Key(float, 2.0, "mixture: the shaped grains' size (largest semi-axis, or bounding radius of a mesh or voxel grain) over the spheres' mean radius", "-", gt=0.0, le=100.0),
         "material": Key(int, 0, "mixture: material of the shaped grains (0: [material]; 1, 2, ...: those of [materials])", "-", ge=0, le=1000),
         "preparation_steps": Key(int, 20000, "most steps of the isotropic preparation under the servo (it ends earlier once settled)", "steps", ge=1, le=10**9),
+    },
+    "deformable": {
+        "shape": Key(str, "sphere", "template shape of particles.kind = 'deformable' (deform.scenes.compaction_sphere, scaled to each size class)", choices=("sphere",)),
+        "mode_file": Key("path", None, "graindem mode file (`graindem fem`, sphere_compaction) of the compaction mode, scaled to each size class; default: the analytic stand-in mode"),
+        "nodes": Key(int, 400, "surface contact nodes per grain", "-", ge=6, le=20000),
+        "modal_damping_ratio": Key(float, 0.2, "damping ratio of the mode as an oscillator: C = 2 zeta sqrt(K M), K and M the mode's generalized stiffness (material.E, nu) and mass (material.density)", "-", ge=0.0, le=1.0),
+        "pullback": Key(str, "point", "pull-back of a slave node into the master's deformed level set: 'point' (the node's own inverse map) or 'corners' (of the grid cell's corners)", choices=("point", "corners")),
+        "inverse_iterations": Key(int, 1, "Newton refinements of the pull-back's inverse map", "-", ge=0, le=10),
     },
     "boundary": {
         "kind": Key(str, "periodic", "periodic deforming cell or rigid planar walls", choices=("periodic", "walls")),
@@ -236,7 +244,7 @@ def _check_cell_size(config):
     cube of radii uniform in r (1 +- s): <r^3> = r^3 (1 + s^2)."""
     part, load, sim = config["particles"], config["loading"], config["simulation"]
     if (part["file"] or part["distribution"] != "uniform" or sim["scenario"] != "biaxial"
-            or config["boundary"]["kind"] != "periodic" or part["kind"] == "levelset"):
+            or config["boundary"]["kind"] != "periodic" or part["kind"] in ("levelset", "deformable")):
         return  # other size distributions: the engine checks the cell against the cutoff when it is built
     strain = load["total_strain"] if load["kind"] == "biaxial" and load["total_strain"] is not None else 0.0
     s = part["radius_spread"]
@@ -293,11 +301,18 @@ def refuse_unused_keys(config):
         unused += [(s, n, "a mixture's grains use grains.law") for s, n, _ in shape_keys]
         unused += [("materials", name, "a mixture's grains use grains.law")
                    for name in ("hertz_curvature_pairs", "area_pairs")]
-    else:
+    elif config["particles"]["kind"] == "sphere":
         unused += [("grains", name, "it applies to particles.kind = 'levelset'") for name in SCHEMA["grains"]]
         unused += shape_keys
         unused += [("materials", name, "it applies to particles.kind = 'levelset'")
                    for name in ("hertz_curvature_pairs", "area_pairs")]
+    if config["particles"]["kind"] == "deformable":
+        unused += [("grains", name, "it applies to level-set grains") for name in DEFORMABLE_UNUSED_GRAIN_KEYS]
+        unused += [("contact", name, "deformable grains touch by the node penalty of grains.stiffness")
+                   for name in SCHEMA["contact"]]
+        unused.append(("material", "restitution", "deformable contacts use grains.damping_ratio"))
+    else:
+        unused += [("deformable", name, "it applies to particles.kind = 'deformable'") for name in SCHEMA["deformable"]]
     for section, name, why in unused:
         value, default = config[section][name], SCHEMA[section][name].default
         if value != (list(default) if isinstance(default, tuple) else default):
@@ -401,6 +416,45 @@ def _check_mixture(config):
                          "under the stress servo)")
 
 
+# the [grains] keys a deformable run does not read (it reads size_classes, stiffness, overlap,
+# kt_ratio, damping_ratio and preparation_steps)
+DEFORMABLE_UNUSED_GRAIN_KEYS = ("shapes", "fractions", "axes", "exponents", "mesh_file", "voxel_file", "nodes",
+                                "grid_cells", "law", "n", "number_fraction", "size_ratio", "material")
+# a periodic axis must stay wider than two neighbour cutoffs (2 (2.4 r + skin), the level-set grid
+# reaching 0.2 r beyond the surface) through a dense packing: four grains across (27 grains, three
+# across, reach that bound when they pack densely)
+MIN_DEFORMABLE_GRAINS = 64
+
+
+def _check_deformable(config):
+    part, sim = config["particles"], config["simulation"]
+    if part["kind"] != "deformable":
+        return
+    if sim["scenario"] != "biaxial":
+        raise ValueError(f"simulation.scenario must be 'biaxial' for particles.kind = 'deformable' (loading.kind "
+                         f"'biaxial' or 'isotropic'); got {sim['scenario']!r}")
+    if config["boundary"]["kind"] != "periodic":
+        raise ValueError("boundary.kind must be 'periodic' for deformable grains in `graindem run` (the periodic cell "
+                         "under the stress servo; walls: simulation.scenario = 'deformable_compaction')")
+    if part["file"]:
+        raise ValueError("particles.file holds spheres; a deformable run generates its grains (particles.n and the "
+                         "size distribution)")
+    if part["n"] < MIN_DEFORMABLE_GRAINS:
+        raise ValueError(f"particles.n must be >= {MIN_DEFORMABLE_GRAINS} for deformable grains (a periodic axis must "
+                         f"stay wider than two neighbour cutoffs: four grains across); got {part['n']}")
+    for name, values in config["materials"].items():
+        if values:
+            raise ValueError(f"materials.{name} is not supported for deformable grains (they take [material] only): "
+                             "remove it")
+    if config["material"]["damping"] != 0.0:
+        raise ValueError(f"material.damping must be 0 for deformable grains (local damping is not applied to them: "
+                         f"grains.damping_ratio and deformable.modal_damping_ratio damp them); got "
+                         f"{config['material']['damping']!r}")
+    if sim["adaptive_dt"]:
+        raise ValueError("simulation.adaptive_dt follows the spheres' Hertz stiffness; deformable grains run at "
+                         "dt_fraction of their contact and modal critical step: remove it")
+
+
 def _check_grains(config):
     g, part = config["grains"], config["particles"]
     if part["kind"] == "sphere":
@@ -425,7 +479,7 @@ def _check_grains(config):
                          "dt_fraction of their node contacts' critical step: remove it")
 
 
-CHECKS = [_check_mixture, _check_grains, _check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
+CHECKS = [_check_deformable, _check_mixture, _check_grains, _check_axes, _check_dt_fraction, _check_adaptive_dt, _check_materials, _check_size_distribution,
           _check_intervals, _check_cell_size]
 
 

@@ -123,7 +123,7 @@ def start_test(sim, law, xi=0.0, steps=40000, total_strain=0.04, axis=2, stress_
     steps = int(steps)
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    if sim.grains is None:  # level-set grains keep their node law (Simulation.set_grain_contact)
+    if sim.grains is None and sim.deformable is None:  # shaped grains keep their node law
         sim.set_law(law, xi=xi)
     sim.set_local_damping(local_damping)
     # the cell stretches by (1 + rate dt) per step: this rate ends exactly at total_strain
@@ -168,10 +168,10 @@ def series_row(sim, test, m=None):
 
 
 def write_vtk(sim, out, index, pvd_particles=None, pvd_contacts=None):
-    """VTK frame `index`: the particles and the contact network (level-set grains: their surfaces,
-    scenarios.levelset_biaxial.write_vtk)."""
+    """VTK frame `index`: the particles and the contact network (level-set and deformable grains:
+    their surfaces, scenarios.levelset_biaxial.write_vtk)."""
     from ..io.vtk import write_contacts, write_particles
-    if sim.grains is not None:
+    if sim.grains is not None or sim.deformable is not None:
         from .levelset_biaxial import write_vtk as write_grain_vtk
         return write_grain_vtk(sim, out, index, pvd_particles, pvd_contacts)
     out = Path(out)
@@ -216,7 +216,8 @@ def run_test(sim, test, out=None, steps=None, output_interval=1000, vtk_interval
         writer = TimeSeriesWriter(out / "series", SERIES_COLUMNS,
                                   resume_after=("step", done) if resume else None)
         if vtk_interval:
-            pvd_p = PVDCollection(out / ("grains.pvd" if sim.grains is not None else "particles.pvd"), resume=resume)
+            shaped = sim.grains is not None or sim.deformable is not None
+            pvd_p = PVDCollection(out / ("grains.pvd" if shaped else "particles.pvd"), resume=resume)
             pvd_c = PVDCollection(out / "contacts.pvd", resume=resume)
     if done == 0 and not resume:
         row = series_row(sim, test)

@@ -210,7 +210,7 @@ def _drive(sim, state, out, steps, quiet):
     start = state["start_step"]
 
     def vtk(s, done):
-        if config["output"]["vtk"] and s.deformable.templates is not None:
+        if config["output"]["vtk"]:
             s.deformable.write_vtk(str(out / f"grains_{done:08d}"))
 
     seconds = run_with_series(sim, state, out, steps, quiet, EXTRA_KEY, SERIES, lambda s: _row(s, half0),

@@ -57,13 +57,18 @@ def default_stiffness(law, pressure, radius, overlap):
     return force / (10.0 * delta)
 
 
+def size_classes(radii, k):
+    """(class radii: k quantiles of `radii`, the class of each radius: the nearest in ln(radius))."""
+    classes = np.quantile(radii, (np.arange(k) + 0.5) / k)
+    which = np.argmin(np.abs(np.log(radii)[:, None] - np.log(classes)[None, :]), axis=1)
+    return classes, which
+
+
 def build_templates(grains_cfg, radii):
     """[(shape, class radius, LevelSetGrain)] for every shape and size class, and the class of each
     radius in `radii` (the drawn sizes)."""
     from ..particles import LevelSetGrain
-    k = grains_cfg["size_classes"]
-    classes = np.quantile(radii, (np.arange(k) + 0.5) / k)
-    which = np.argmin(np.abs(np.log(radii)[:, None] - np.log(classes)[None, :]), axis=1)
+    classes, which = size_classes(radii, grains_cfg["size_classes"])
     axes = np.asarray(grains_cfg["axes"], dtype=float)
     axes = axes / axes.max()
     nodes = grains_cfg["nodes"]
@@ -217,13 +222,13 @@ def compress_to(sim, pressure, max_steps, progress=None):
     return good >= 2, m
 
 
-def prepare_isotropically(sim, config, materials, what, bodies, announce=None):
+def prepare_isotropically(sim, config, materials, what, bodies, announce=None, local_damping=PREPARATION_DAMPING):
     """Compress a set-up assembly isotropically to loading.confining_stress under the cell's servo
-    at local damping PREPARATION_DAMPING (compress_to, at most grains.preparation_steps steps), then
+    at `local_damping` (compress_to, at most grains.preparation_steps steps), then
     restore the friction of [material] and `materials` and stop the servo; `what` and `bodies` name
     the assembly in the progress line and in the announced result. Returns whether it settled."""
     pressure = config["loading"]["confining_stress"]
-    sim.set_local_damping(PREPARATION_DAMPING)
+    sim.set_local_damping(local_damping)
     limit = config["grains"]["preparation_steps"]
     with PreparationProgress(pressure, quiet=announce is None, desc=f"preparing the {what}") as progress:
         settled, m = compress_to(sim, pressure, limit, progress=progress.callback)
@@ -251,11 +256,12 @@ def prepared_grains(config, cache=None, announce=None):
                            announce)
 
 
-def load_or_prepare(config, cache, extra_key, key, build, kind, describe, announce):
-    """The assembly `build(config, mu)` makes, compressed isotropically (prepare_isotropically), loaded
-    from checkpoint `cache` when its extra[`extra_key`] equals `key`, else prepared and saved there.
-    kind: "grains" or "mixture" (the words of the messages); describe(sim): the line announced after
-    setup."""
+def load_or_prepare(config, cache, extra_key, key, build, kind, describe, announce,
+                    local_damping=PREPARATION_DAMPING):
+    """The assembly `build(config, mu)` makes, compressed isotropically (prepare_isotropically at
+    `local_damping`), loaded from checkpoint `cache` when its extra[`extra_key`] equals `key`, else
+    prepared and saved there. kind: the words of the messages ("grains", "mixture", ...);
+    describe(sim): the line announced after setup."""
     sim = checkpoint.load_if_same(cache, extra_key, key)
     if sim is not None:
         if announce:
@@ -265,8 +271,9 @@ def load_or_prepare(config, cache, extra_key, key, build, kind, describe, announ
     sim.setup()
     if announce:
         announce(describe(sim))
-    bodies = f"{sim.grains.n} grains" if kind == "grains" else f"{sim.n} spheres and {sim.grains.n} grains"
-    settled = prepare_isotropically(sim, config, materials, kind, bodies, announce)
+    names = {"sphere": "spheres", "levelset": "grains", "deformable": "deformable grains"}
+    bodies = " and ".join(f"{v} {names[k]}" for k, v in sim.kinds.items())
+    settled = prepare_isotropically(sim, config, materials, kind, bodies, announce, local_damping)
     if cache is not None:
         Path(cache).parent.mkdir(parents=True, exist_ok=True)
         checkpoint.save(sim, cache, extra={extra_key: key, "settled": settled})
@@ -274,7 +281,8 @@ def load_or_prepare(config, cache, extra_key, key, build, kind, describe, announ
 
 
 def write_vtk(sim, out, index, pvd_grains=None, pvd_contacts=None):
-    """VTK frame `index` of a grain run: the grains as posed surface meshes (grains_*.vtu) and the
+    """VTK frame `index` of a grain run: the grains as posed (deformable ones: deformed) surface
+    meshes (grains_*.vtu) and the
     contact network (contacts_*.vtu: a line per touching pair, from a centre to the image of the
     other, with the pair's summed node force and node count); in a run with spheres also the
     spheres (spheres_*.vtu: centres with radius and velocity; the grains' network holds the grain
@@ -282,7 +290,7 @@ def write_vtk(sim, out, index, pvd_grains=None, pvd_contacts=None):
     from ..io.vtk import write_contacts, write_particles, write_surface
     vdir = Path(out) / "vtk"
     vdir.mkdir(parents=True, exist_ok=True)
-    g = sim.grains
+    g = sim.grains if sim.grains is not None else sim.deformable   # the same surfaces and network
     v, f, gid = g.surfaces()
     surf = write_surface(vdir / f"grains_{index:06d}.vtu", v, f, point_data={"grain": gid})
     net = g.contact_network()
