@@ -37,15 +37,10 @@ def _square_matrix(name, a, n):
 
 def rigid_template_record(grain):
     """The arrays the engine keeps of a rigid level-set grain's template (particles.LevelSetGrain): a
-    template without modes of the deformable loop (template_record's layout), the grid, nodes, areas,
-    mass properties and surface mesh of the grain as they are."""
-    from ..deform.grid import GridField
+    template without modes of the deformable loop (template_record's layout)."""
     from ..deform.scenes import DeformableTemplate
 
-    tpl = DeformableTemplate(grain.name, GridField(grain.phi_grid, grain.grid_origin, grain.spacing), [],
-                             grain.surface_vertices, grain.surface_faces, grain.nodes, grain.areas, grain.volume,
-                             grain.inertia)
-    return template_record(tpl, None, None, None, None, 0.0)
+    return template_record(DeformableTemplate.from_levelset(grain), None, None, None, None, 0.0)
 
 
 def template_record(template, modes, modal_mass, response, modal_damping, tangent_damping):
