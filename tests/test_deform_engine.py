@@ -203,18 +203,30 @@ def test_pair_across_periodic_face_feels_middle_forces(sphere):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(a).max())
 
 
-def test_sliding_on_a_plane_decelerates_at_mu_g(sphere):
+@pytest.mark.parametrize("floor", ["wall", "grain"])
+def test_sliding_decelerates_at_the_material_pairs_mu_g(sphere, slab, floor):
+    """A grain sliding on a wall, or on a fixed grain (the slab, a template without modes), decelerates
+    at mu g with mu the material pair's (set_pair_friction), not the materials' own 0.9. On the grain the
+    slider is the slave ("one"): its nodes meet the slab's flat face (the slab's nodes in the slider's
+    level set would add a drag of their normals' tilt)."""
     g, mu, v0 = 1.0, 0.3, 2.0
-    sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=mu, gravity=(0, 0, -g))
+    sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.9, gravity=(0, 0, -g))
+    slider = sim.add_material(1e9, 0.3, 0.9, 1.0)
+    sim.set_pair_friction(0, slider, mu)
     sim.set_box((-60, -30, -30), (60, 30, 30))
-    sim.add_wall((0, 0, -10.0), (0, 0, 1))
-    sim.add_deformable_grains(sphere, [[0, 0, 0.0]], modes=[], velocities=[v0, 0, 0],
+    sim.add_deformable_grains(sphere, [[-8.0, 0, 0.0]], modes=[], velocities=[v0, 0, 0], material=slider,
                               dofs=[True, True, True, False, False, False])
-    sim.set_deformable_contact(1e5, damping=2e4)   # about critical for one node
-    sim.run(100)          # settles onto the wall and slides
-    v1, t1 = sim.deformable.vel[0, 0], sim.time
+    if floor == "wall":
+        sim.add_wall((0, 0, -10.0), (0, 0, 1))
+    else:
+        sim.add_deformable_grains(DeformableTemplate.from_levelset(slab), [[0, 0, -10.0 - slab.nodes[:, 2].max()]],
+                                  modes=[], motion="fixed")
+    sim.set_deformable_contact(1e5, damping=2e4, contact="one")   # about critical for one node
+    sim.run(100)          # settles onto the floor and slides
+    d = sim.deformable
+    v1, t1 = d.vel[0, 0], sim.time
     sim.run(300)
-    v2, t2 = sim.deformable.vel[0, 0], sim.time
+    v2, t2 = d.vel[0, 0], sim.time
     assert v2 > 0.5
     assert (v1 - v2) / (t2 - t1) == pytest.approx(mu * g, rel=0.02)
 
@@ -257,14 +269,27 @@ def test_deformed_surface_and_vtk(sphere, tmp_path):
     assert (tmp_path / "g_surfaces.vtu").stat().st_size > 0 and (tmp_path / "g_contacts.vtu").exists()
 
 
-def test_mixed_kinds_and_bad_contact_are_refused(sphere):
+def test_mixed_kinds_and_bad_contact_are_refused(sphere, ball):
     sim = Simulation(density=1.0)
     sim.set_box((-30, -30, -30), (30, 30, 30))
     sim.add_particles([[20.0, 0, 0]], [1.0])
     sim.add_deformable_grains(sphere, [[0.0, 0, 0]], modes=[])
     sim.set_deformable_contact(1e4)
-    with pytest.raises(ValueError, match="not supported yet"):
+    with pytest.raises(ValueError, match=r"spheres next to deformable grains .* as a shaped grain"):
         sim.setup()
+    # the deformable contact governs every grain pair: a level-set law it cannot do, or other settings, is refused
+    for law in ({"law": "hertz_curvature"}, {"stiffness": 1e4, "law": "node"}, {"stiffness": 2e4, "law": "area"}):
+        both = Simulation(density=1.0)
+        both.set_box((-30, -30, -30), (30, 30, 30))
+        both.add_deformable_grains(sphere, [[-12.0, 0, 0]], modes=[])
+        both.add_grains(ball, [[12.0, 0, 0]])
+        both.set_deformable_contact(1e4)
+        both.set_grain_contact(**law)
+        with pytest.raises(ValueError, match="set_grain_contact .* set_deformable_contact"):
+            both.setup()
+    both.set_grain_contact(1e4, law="area")   # the same law and settings: accepted
+    both.setup()
+    assert both.kinds == {"levelset": 1, "deformable": 1}
     with pytest.raises(ValueError, match="kt_ratio"):
         sim.set_deformable_contact(1e4, kt_ratio=0.0)
     damped = Simulation(density=1.0, local_damping=0.5)
@@ -302,11 +327,15 @@ def assert_restart_continues_bit_for_bit(folder, m):
         np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
 
 
-def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
+def test_restart_in_a_new_process_continues_bit_for_bit(sphere, ball, tmp_path):
+    """Deformable grains, a template without modes and a rigid level-set grain (add_grains, of a material
+    whose pair friction is set) against each other, moving walls and a cylinder."""
     from graindem.engine import checkpoint
 
     def build():
         sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
+        other = sim.add_material(1e9, 0.3, 0.3, 1.0)
+        sim.set_pair_friction(0, other, 0.6)
         sim.set_box((-40, -40, -40), (40, 40, 40))
         sim.add_wall((0, 0, -10.4), (0, 0, 1), velocity=(0.0, 0.0, 0.05))
         # a lid servo-controlled to a force (boundaries.walls), pressing the third grain from the start
@@ -316,6 +345,7 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
                                   response=LinearResponse([[MODAL_K]]), modal_damping=[[50.0]], eps=[0.01],
                                   velocities=[[0.5, -0.2, 0], [-0.5, 0, 0]])
         sim.add_deformable_grains(sphere, [[0, 0, 21.0]], modes=[], angular_velocities=[0.1, 0.2, 0.0])
+        sim.add_grains(ball, [[-10.0, 20.2, 0.0]], velocities=[[0.0, -1.0, 0.0]], material=other)
         sim.set_deformable_contact(1e4, damping=10.0, pullback="corners", pullback_cache=True,
                                    inverse_iterations=1, inverse_method="newton")
         return sim
@@ -326,7 +356,12 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     checkpoint.save(sim, tmp_path / "a.h5")
     sim.run(m)
     checkpoint.save(sim, tmp_path / "straight.h5")
-    assert int(sim.deformable.gctl[3]) > 0 and np.any(sim.deformable.partner >= 0)   # contacts with history
+    d = sim.deformable
+    assert int(d.gctl[3]) > 0 and np.any(d.partner >= 0)   # contacts with history
+    rigid = slice(int(d.hist_off[0]), int(d.hist_off[1]))   # row 0: the rigid grain, then the deformable ones
+    assert np.any(d.partner[rigid] == 1) and np.any(d.partner[rigid] == -2), "the rigid grain touched row 1 and the floor"
+    loaded, _ = checkpoint.load(tmp_path / "a.h5", for_restart=True)
+    assert loaded.kinds == {"levelset": 1, "deformable": 3}
     assert_restart_continues_bit_for_bit(tmp_path, m)
 
 
