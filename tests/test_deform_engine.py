@@ -359,7 +359,7 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, ball, tmp_path):
     d = sim.deformable
     assert int(d.gctl[3]) > 0 and np.any(d.partner >= 0)   # contacts with history
     rigid = slice(int(d.hist_off[0]), int(d.hist_off[1]))   # row 0: the rigid grain, then the deformable ones
-    assert np.any(d.partner[rigid] == 1) and np.any(d.partner[rigid] == -2), "the rigid grain touched row 1 and the floor"
+    assert np.any(d.partner[rigid] == 1) and np.any(d.partner[rigid] == -2), "the rigid grain touched row 1 and a wall"
     loaded, _ = checkpoint.load(tmp_path / "a.h5", for_restart=True)
     assert loaded.kinds == {"levelset": 1, "deformable": 3}
     assert_restart_continues_bit_for_bit(tmp_path, m)

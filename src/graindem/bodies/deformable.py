@@ -609,7 +609,8 @@ class DeformableBodies:
     GRAINS = ("tmpl", "motion", "dof", "material", "pos", "vel", "quat", "rot", "angmom", "omega", "mass", "inertia",
               "force", "torque", "eps", "epsdot", "gen", "eps_off", "hist_off", "shear", "partner", "last_step",
               "node_r", "radius", "r_build", "pairs", "pos_build", "o_type", "o_point", "o_dir", "o_rad", "o_vel",
-              "o_force", "o_mat", "mu_tab", "dctl", "dictl", "energy", "acc_ofor", "acc_opos", "acc_eps", "acc_pos", "acc_t", "gctl")
+              "o_force", "o_mat", "mu_tab", "dctl", "dictl", "energy", "acc_ofor", "acc_opos", "acc_eps", "acc_pos",
+              "acc_t", "gctl")
     STATE = TEMPLATE + GRAINS
     # arrays a checkpoint written before the per-pair friction table lacks (from_state fills them)
     _LATER = ("o_mat", "mu_tab")

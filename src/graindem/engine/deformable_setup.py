@@ -287,8 +287,9 @@ class DeformableGrains:
         """setup() of a run of deformable grains, with rigid level-set grains or without (no spheres)."""
         if self._positions:
             raise ValueError("spheres next to deformable grains in one run are not supported: add each sphere as a "
-                             "shaped grain instead, a rigid one (add_grains with particles.LevelSetGrain.sphere(radius)) "
-                             "or a deformable template without modes (add_deformable_grains(..., modes=[]))")
+                             "shaped grain instead, a rigid one (add_grains with "
+                             "particles.LevelSetGrain.sphere(radius)) or a deformable template without modes "
+                             "(add_deformable_grains(..., modes=[]))")
         if self.deform_contact is None:
             raise ValueError("deformable grains need their contact: call set_deformable_contact first")
         self._check_grain_contact_with_deformable()

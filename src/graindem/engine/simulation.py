@@ -1328,7 +1328,8 @@ class Simulation(DeformableGrains, MixedBodies):
             return {"sphere": self.n, "levelset": self.grains.n}
         if self.deformable is not None:
             n_r = self._n_levelset
-            return {"levelset": n_r, "deformable": self.deformable.n - n_r} if n_r else {"deformable": self.deformable.n}
+            n = self.deformable.n
+            return {"levelset": n_r, "deformable": n - n_r} if n_r else {"deformable": n}
         return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
 
     @property
