@@ -231,6 +231,35 @@ def test_sliding_decelerates_at_the_material_pairs_mu_g(sphere, slab, floor):
     assert (v1 - v2) / (t2 - t1) == pytest.approx(mu * g, rel=0.02)
 
 
+def test_checkpoint_without_the_friction_table_continues_with_its_one_friction(sphere):
+    """A checkpoint of a deformable run holding one friction for every pair (dctl[DC_MU], no mu_tab)
+    continues as the run with that friction as its material's; set_pair_friction between runs acts."""
+    from graindem.bodies.deformable import DC_MU
+
+    def build():
+        sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
+        sim.set_box((-60, -30, -30), (60, 30, 30))
+        sim.add_wall((0, 0, -10.0), (0, 0, 1))
+        sim.add_deformable_grains(sphere, [[-8.0, 0, 0.0]], modes=[], velocities=[2.0, 0, 0])
+        sim.set_deformable_contact(1e5, damping=2e4)
+        return sim
+
+    sim = build()
+    sim.run(50)
+    arrays, meta = sim.state_dict()
+    del arrays["deform_mu_tab"], arrays["deform_o_mat"]
+    arrays["deform_dctl"][DC_MU] = 0.3
+    old = Simulation.from_state(arrays, meta)
+    sim.run(50)
+    old.run(50)
+    np.testing.assert_array_equal(old.deformable.pos, sim.deformable.pos)
+    np.testing.assert_array_equal(old.deformable.vel, sim.deformable.vel)
+    v = sim.deformable.vel[0, 0]
+    sim.set_pair_friction(0, 0, 0.0)
+    sim.run(50)
+    assert sim.deformable.vel[0, 0] == pytest.approx(v, rel=1e-3), "frictionless: no deceleration"
+
+
 def test_templates_stored_once_and_critical_step(sphere):
     sim = Simulation(dt_fraction=0.2, density=2.0, mu=0.0, verbose=False)
     sim.set_box((-100, -100, -100), (100, 100, 100))

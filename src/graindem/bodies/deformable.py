@@ -20,7 +20,9 @@ Arrays (G grains, T templates, O obstacles):
     node: shear, partner, last_step), node_r (largest deformed node distance now), radius and
     r_build (bounding radius and node_r at the last neighbour rebuild);
     obstacles (planes and infinite cylinders): o_type, o_point, o_dir (plane: inward normal;
-    cylinder: axis), o_rad, o_vel, o_force (force on each obstacle).
+    cylinder: axis), o_rad, o_vel, o_force (force on each obstacle), o_mat (material);
+    friction: mu_tab (n_materials, n_materials), a contact's mu = mu_tab[material of the grain,
+    material of the other grain or obstacle] (the grains' `material`).
 
 Step (leapfrog, all inside `run_deformable`):
   1. node kinematics: deformed node positions x = c + R (X + Σ ε Φ(X)) and velocities;
@@ -613,7 +615,7 @@ class DeformableBodies:
               "acc_t", "gctl")
     STATE = TEMPLATE + GRAINS
     # arrays a checkpoint written before the per-pair friction table lacks (from_state fills them)
-    _LATER = ("o_mat", "mu_tab")
+    LATER = ("o_mat", "mu_tab")
 
     def __init__(self, templates, batches, densities, obstacles, contact, mu_tab):
         """`obstacles`: (type, point, direction, radius, velocity, material) per obstacle; `mu_tab`
@@ -882,7 +884,7 @@ class DeformableBodies:
         self = cls.__new__(cls)
         self.templates = None
         for name in cls.STATE:
-            if name in cls._LATER and "deform_" + name not in arrays:
+            if name in cls.LATER and "deform_" + name not in arrays:
                 continue
             setattr(self, name, np.ascontiguousarray(np.array(arrays["deform_" + name])))
         if "deform_mu_tab" not in arrays:   # one friction for every pair

@@ -428,8 +428,8 @@ class DeformableGrains:
 
     @classmethod
     def _deformable_from_state(cls, arrays, meta, verbose):
-        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE)
-                   if n not in arrays]
+        needed = tuple("deform_" + a for a in DeformableBodies.STATE if a not in DeformableBodies.LATER)
+        missing = [n for n in cls.GRAIN_ARRAYS + needed if n not in arrays]
         if missing or not isinstance(meta.get("deform_contact"), dict):
             raise ValueError(f"checkpoint of deformable grains lacks {missing or ['metadata deform_contact']}")
         sim = cls._kind_from_state(arrays, meta, verbose)
