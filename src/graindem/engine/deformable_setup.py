@@ -19,6 +19,8 @@ import numpy as np
 
 from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, DeformableBodies
 from ..bodies.levelset import GC_STEP
+from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE
+from ..contact.shape_hertz import SHAPE_AREA
 from ..core.layout import (ACC_WALL, CTL_DT, CTL_G, CTL_SKIN, ICTL_NWALLS, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL,
                            N_ICTL)
 from ..core.checks import per_body_rows, positive_finite, vec3
@@ -136,7 +138,8 @@ class DeformableGrains:
         Templates are stored once per (template, modal data). `eps`, `eps_rate`: initial modal
         coordinates and rates (n, or (m, n)); `dofs`: six flags (x, y, z translation, rotation about x,
         y, z) a frozen one keeps its velocity at zero; motion "dynamic", "fixed" or "kinematic".
-        Returns the grains' indices in `deformable`."""
+        Returns the grains' indices among the deformable grains: their rows in `deformable` are
+        `grain_rows("deformable")[indices]` (the rigid level-set grains of add_grains come first)."""
         self._check_not_ready()
         batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
         m = len(batch["pos"])
@@ -256,10 +259,10 @@ class DeformableGrains:
 
     def _check_grain_contact_with_deformable(self):
         """The deformable contact governs every grain pair: refuse level-set contact settings it would not honour."""
-        area = self._grain_law_settings.get("area")
+        area = self._grain_law_settings.get(SHAPE_AREA)
         c = self.deform_contact
         why = None
-        if self._grain_law_settings.get("hertz_curvature") is not None or self._pair_shape_law:
+        if self._grain_law_settings.get(HERTZ_CURVATURE) is not None or self._pair_shape_law:
             why = "the law 'hertz_curvature' (set_grain_contact / set_pair_shape_law)"
         elif area is not None and area["law"] != "area":
             why = f"the law {area['law']!r} (a stiffness per node)"
