@@ -381,8 +381,10 @@ class DeformableGrains:
         bad = np.flatnonzero(~finite | swollen)
         if bad.size == 0:
             return
-        msg = (f"run diverged at step {self.step_count}: deformable grain(s) {bad[:20].tolist()} have a non-finite "
-               "state or nodes beyond twice their radius (time step too large for the contact or modal stiffness?)")
+        rows = f" (rows of `deformable`; rows < {self._n_levelset} are rigid level-set grains)" if self._n_levelset else ""
+        msg = (f"run diverged at step {self.step_count}: deformable grain(s) {bad[:20].tolist()}{rows} have a "
+               "non-finite state or nodes beyond twice their radius (time step too large for the contact or modal "
+               "stiffness?)")
         ckpt = on_diverge(self) if on_diverge is not None else None
         if ckpt is not None:
             msg += f"; checkpoint written to {ckpt}"
