@@ -1,13 +1,15 @@
 """Deformable grains in `Simulation`: restart in a new process, conservation and the energy balance,
-periodic images, Coulomb sliding, several templates, deformed surfaces, the deforming periodic cell
-(shear, strain rates, stress servo).
+periodic images, Coulomb sliding with the material pair's friction, several templates, deformed
+surfaces, the deforming periodic cell (shear, strain rates, stress servo), rigid level-set grains
+stepped by the same loop.
 
 References: momentum conservation (equal and opposite node forces), the energy balance (stored +
 dissipated - work of the walls and of the cell stays constant; its error falls as dt), Coulomb's law for
 a block sliding on a plane (deceleration mu g), the same pair in the middle of a periodic cell (fixed,
 and sheared and compressed), the Love-Weber stress of a pair from the grains' own forces and the minimum
 image of their centres, the servo's target stress, the analytic stand-in mode at the surface vertices,
-the critical steps sqrt(m / k) and 1 / omega of the modal oscillator by hand.
+the critical steps sqrt(m / k) and 1 / omega of the modal oscillator by hand, the node law's static
+equilibrium on a wall (solved by hand from the template's nodes) reached by the rigid level-set loop as well.
 """
 
 import subprocess
@@ -18,8 +20,9 @@ import numpy as np
 import pytest
 
 from graindem.deform.response import LinearResponse
-from graindem.deform.scenes import compaction_sphere
+from graindem.deform.scenes import DeformableTemplate, compaction_sphere
 from graindem.engine import Simulation
+from graindem.particles import LevelSetGrain
 
 MODAL_MASS = 1e5
 MODAL_K = 1e6
@@ -28,6 +31,17 @@ MODAL_K = 1e6
 @pytest.fixture(scope="module")
 def sphere():
     return compaction_sphere(n_nodes=400)
+
+
+@pytest.fixture(scope="module")
+def ball():
+    """A rigid level-set sphere of the deformable sphere's size."""
+    return LevelSetGrain.sphere(10.0, spacing=1.0, n_nodes=400, progress=False)
+
+
+@pytest.fixture(scope="module")
+def slab():
+    return LevelSetGrain.rounded_cuboid(16.0, 8.0, 2.0, 0.5, spacing=1.0, progress=False)
 
 
 def two_spheres(tpl, offset=0.0, mu=0.0, damping=0.0, modal_damping=None, box=((-40, -40, -40), (40, 40, 40)),
@@ -64,6 +78,101 @@ def test_free_collision_conserves_momentum_and_energy(sphere):
     assert d.vel[0, 0] < 0 < d.vel[1, 0]    # and the spheres bounced apart
     # leapfrog: rates at half steps, so the balance closes to O(omega dt) of what the modes hold
     assert abs(e1 - e0) < 0.01 * e0
+
+
+def test_rigid_grain_hits_deformable_grain_conserving_momentum(sphere, ball, tmp_path):
+    """A rigid level-set grain (add_grains) hits a deformable one off-centre with the pair's friction:
+    momentum and angular momentum (orbital plus spin) are conserved to round-off, as equal and opposite
+    node forces at one point give; the modes are loaded and the spin changes. Kinds, rows and VTK."""
+    sim = Simulation(density=1.0, mu=0.8)
+    other = sim.add_material(1e9, 0.3, 0.8, 1.0)
+    sim.set_pair_friction(0, other, 0.4)
+    sim.set_box((-40, -40, -40), (40, 40, 40))
+    assert sim.add_deformable_grains(sphere, [[10.2, 3.0, 0]], modal_mass=[[MODAL_MASS]],
+                                     response=LinearResponse([[MODAL_K]]), velocities=[[-0.3, 0, 0]],
+                                     material=other).tolist() == [0]
+    assert sim.add_grains(ball, [[-10.2, -3.0, 0.5]], velocities=[[0.3, 0.05, 0]],
+                          angular_velocities=[[0, 0.01, 0.05]]).tolist() == [0]
+    sim.set_deformable_contact(1e4)
+    assert sim.kinds == {"levelset": 1, "deformable": 1}
+    assert sim.grain_rows("levelset").tolist() == [0] and sim.grain_rows("deformable").tolist() == [1]
+    d = sim.deformable
+    np.testing.assert_array_equal(d.pos[0], [-10.2, -3.0, 0.5])
+    assert d.t_nmodes[d.tmpl].tolist() == [0, 1] and d.mass[0] == pytest.approx(ball.volume, rel=1e-12)
+
+    def momenta():
+        return ((d.mass[:, None] * d.vel).sum(axis=0),
+                (d.mass[:, None] * np.cross(d.pos, d.vel)).sum(axis=0) + d.angmom.sum(axis=0))
+
+    p0, l0 = momenta()
+    scale = float((d.mass * np.linalg.norm(d.vel, axis=1)).sum())
+    spin0 = d.omega[0].copy()
+    peak = 0.0
+    for _ in range(20):
+        sim.run(10)
+        p, ang = momenta()
+        np.testing.assert_allclose(p, p0, rtol=0, atol=1e-14 * scale)
+        np.testing.assert_allclose(ang, l0, rtol=0, atol=1e-13 * scale * 40.0)
+        peak = max(peak, abs(float(d.eps[0])))
+    assert peak > 1e-3, "the collision must load the deformable grain's mode"
+    assert np.abs(d.omega[0] - spin0).max() > 1e-3, "friction must change the rigid grain's spin"
+    assert d.vel[0, 0] < 0 < d.vel[1, 0], "the grains bounced apart"
+    v, f, gid = d.surfaces()
+    n_ball = len(ball.surface_vertices)
+    np.testing.assert_allclose(v[:n_ball], ball.surface_vertices @ d.rot[0].T + d.pos[0], atol=1e-12)
+    assert len(v) == n_ball + len(sphere.surface_vertices) and gid[n_ball] == 1
+    d.write_vtk(str(tmp_path / "mix"))
+    assert (tmp_path / "mix_surfaces.vtu").stat().st_size > 0
+
+
+def rest_on_a_wall(slab, kind, steps):
+    """The slab (its nodes on the trilinear zero level set) lowered onto a floor wall under gravity, as a
+    template without modes in the deformable loop or as a rigid grain in the level-set loop; returns
+    (the sim, its bodies, the wall's height, the weight)."""
+    sim = Simulation(density=1.0, mu=0.5, gravity=(0, 0, -2.0), dt=0.004, allow_unstable_dt=True)
+    sim.set_box((-30, -30, -10), (30, 30, 10))
+    sim.add_wall((0, 0, -5.0), (0, 0, 1))
+    start = [[0.3, -0.2, -5.0 - slab.nodes[:, 2].min() + 1e-5]]
+    if kind == "deformable":
+        sim.add_deformable_grains(DeformableTemplate.from_levelset(slab), start, modes=[])
+        sim.set_deformable_contact(1e5, damping=1500.0)   # about critical for the slab's face
+    else:
+        sim.add_grains(slab, start)
+        sim.set_grain_contact(1e5, law="area", damping_ratio=0.05)
+    sim.run(steps)
+    return sim, sim.deformable if kind == "deformable" else sim.grains, -5.0, 2.0 * slab.volume
+
+
+def node_law_rest(grain, stiffness, weight):
+    """The rest of a rigid grain on a floor under the node law, by hand: the nodes' penetrations
+    delta_i = c0 + c1 x_i + c2 y_i - z_i (z_i above the lowest node; a tilt by the small angles c1, c2)
+    where positive carry k_s a_i delta_i, which sum to the weight with no torque about the centre;
+    returns c0, the lowest node's depth below the centre's position at the floor."""
+    x, y, z = grain.nodes[:, 0], grain.nodes[:, 1], grain.nodes[:, 2] - grain.nodes[:, 2].min()
+    on = z < 1e-3
+    for _ in range(20):
+        basis = np.stack([np.ones(on.sum()), x[on], y[on]])
+        a = grain.areas[on]
+        c = np.linalg.solve((basis * a) @ basis.T, [weight / stiffness + np.sum(a * z[on]), np.sum(a * z[on] * x[on]),
+                                                    np.sum(a * z[on] * y[on])])
+        new = c[0] + c[1] * x + c[2] * y - z > 0.0
+        if np.array_equal(new, on):
+            return c[0]
+        on = new
+    raise AssertionError("the contact set did not settle")
+
+
+def test_grain_at_rest_on_a_wall_in_both_loops_sits_at_the_node_laws_equilibrium(slab):
+    """A rigid grain as a deformable template without modes and the same grain in the rigid level-set
+    loop come to rest at the node law's static equilibrium (node_law_rest): the wall carries the weight."""
+    delta = node_law_rest(slab, 1e5, 2.0 * slab.volume)
+    # the rigid loop's damping ratio acts per node contact: it settles more slowly (its tolerances are what
+    # is left of its motion; the reference's small-angle tilt holds to ~1e-9)
+    for kind, steps, tol, tol_force in (("deformable", 200, 1e-7, 1e-12), ("levelset", 1000, 1e-6, 1e-5)):
+        sim, bodies, wall, weight = rest_on_a_wall(slab, kind, steps)
+        sunk = wall - slab.nodes[:, 2].min() - bodies.pos[0, 2]
+        assert sunk == pytest.approx(delta, rel=tol), kind
+        np.testing.assert_allclose(sim.wall_forces()[0], [0, 0, -weight], rtol=0, atol=tol_force * weight)
 
 
 def closure(e):
@@ -111,20 +220,61 @@ def test_pair_across_periodic_face_feels_middle_forces(sphere):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.abs(a).max())
 
 
-def test_sliding_on_a_plane_decelerates_at_mu_g(sphere):
+@pytest.mark.parametrize("floor", ["wall", "grain"])
+def test_sliding_decelerates_at_the_material_pairs_mu_g(sphere, slab, floor):
+    """A grain sliding on a wall, or on a fixed grain (the slab, a template without modes), decelerates
+    at mu g with mu the material pair's (set_pair_friction), not the materials' own 0.9. On the grain the
+    slider is the slave ("one"): its nodes meet the slab's flat face (the slab's nodes in the slider's
+    level set would add a drag of their normals' tilt)."""
     g, mu, v0 = 1.0, 0.3, 2.0
-    sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=mu, gravity=(0, 0, -g))
+    sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.9, gravity=(0, 0, -g))
+    slider = sim.add_material(1e9, 0.3, 0.9, 1.0)
+    sim.set_pair_friction(0, slider, mu)
     sim.set_box((-60, -30, -30), (60, 30, 30))
-    sim.add_wall((0, 0, -10.0), (0, 0, 1))
-    sim.add_deformable_grains(sphere, [[0, 0, 0.0]], modes=[], velocities=[v0, 0, 0],
+    sim.add_deformable_grains(sphere, [[-8.0, 0, 0.0]], modes=[], velocities=[v0, 0, 0], material=slider,
                               dofs=[True, True, True, False, False, False])
-    sim.set_deformable_contact(1e5, damping=2e4)   # about critical for one node
-    sim.run(100)          # settles onto the wall and slides
-    v1, t1 = sim.deformable.vel[0, 0], sim.time
+    if floor == "wall":
+        sim.add_wall((0, 0, -10.0), (0, 0, 1))
+    else:
+        sim.add_deformable_grains(DeformableTemplate.from_levelset(slab), [[0, 0, -10.0 - slab.nodes[:, 2].max()]],
+                                  modes=[], motion="fixed")
+    sim.set_deformable_contact(1e5, damping=2e4, contact="one")   # about critical for one node
+    sim.run(100)          # settles onto the floor and slides
+    d = sim.deformable
+    v1, t1 = d.vel[0, 0], sim.time
     sim.run(300)
-    v2, t2 = sim.deformable.vel[0, 0], sim.time
+    v2, t2 = d.vel[0, 0], sim.time
     assert v2 > 0.5
     assert (v1 - v2) / (t2 - t1) == pytest.approx(mu * g, rel=0.02)
+
+
+def test_checkpoint_without_the_friction_table_continues_with_its_one_friction(sphere):
+    """A checkpoint of a deformable run holding one friction for every pair (dctl[DC_MU], no mu_tab)
+    continues as the run with that friction as its material's; set_pair_friction between runs acts."""
+    from graindem.bodies.deformable import DC_MU
+
+    def build():
+        sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
+        sim.set_box((-60, -30, -30), (60, 30, 30))
+        sim.add_wall((0, 0, -10.0), (0, 0, 1))
+        sim.add_deformable_grains(sphere, [[-8.0, 0, 0.0]], modes=[], velocities=[2.0, 0, 0])
+        sim.set_deformable_contact(1e5, damping=2e4)
+        return sim
+
+    sim = build()
+    sim.run(50)
+    arrays, meta = sim.state_dict()
+    del arrays["deform_mu_tab"], arrays["deform_o_mat"]
+    arrays["deform_dctl"][DC_MU] = 0.3
+    old = Simulation.from_state(arrays, meta)
+    sim.run(50)
+    old.run(50)
+    np.testing.assert_array_equal(old.deformable.pos, sim.deformable.pos)
+    np.testing.assert_array_equal(old.deformable.vel, sim.deformable.vel)
+    v = sim.deformable.vel[0, 0]
+    sim.set_pair_friction(0, 0, 0.0)
+    sim.run(50)
+    assert sim.deformable.vel[0, 0] == pytest.approx(v, rel=1e-3), "frictionless: no deceleration"
 
 
 def test_templates_stored_once_and_critical_step(sphere):
@@ -165,14 +315,27 @@ def test_deformed_surface_and_vtk(sphere, tmp_path):
     assert (tmp_path / "g_surfaces.vtu").stat().st_size > 0 and (tmp_path / "g_contacts.vtu").exists()
 
 
-def test_mixed_kinds_and_bad_contact_are_refused(sphere):
+def test_mixed_kinds_and_bad_contact_are_refused(sphere, ball):
     sim = Simulation(density=1.0)
     sim.set_box((-30, -30, -30), (30, 30, 30))
     sim.add_particles([[20.0, 0, 0]], [1.0])
     sim.add_deformable_grains(sphere, [[0.0, 0, 0]], modes=[])
     sim.set_deformable_contact(1e4)
-    with pytest.raises(ValueError, match="not supported yet"):
+    with pytest.raises(ValueError, match=r"spheres next to deformable grains .* as a shaped grain"):
         sim.setup()
+    # the deformable contact governs every grain pair: a level-set law it cannot do, or other settings, is refused
+    for law in ({"law": "hertz_curvature"}, {"stiffness": 1e4, "law": "node"}, {"stiffness": 2e4, "law": "area"}):
+        both = Simulation(density=1.0)
+        both.set_box((-30, -30, -30), (30, 30, 30))
+        both.add_deformable_grains(sphere, [[-12.0, 0, 0]], modes=[])
+        both.add_grains(ball, [[12.0, 0, 0]])
+        both.set_deformable_contact(1e4)
+        both.set_grain_contact(**law)
+        with pytest.raises(ValueError, match="set_grain_contact .* set_deformable_contact"):
+            both.setup()
+    both.set_grain_contact(1e4, law="area")   # the same law and settings: accepted
+    both.setup()
+    assert both.kinds == {"levelset": 1, "deformable": 1}
     with pytest.raises(ValueError, match="kt_ratio"):
         sim.set_deformable_contact(1e4, kt_ratio=0.0)
     damped = Simulation(density=1.0, local_damping=0.5)
@@ -210,11 +373,15 @@ def assert_restart_continues_bit_for_bit(folder, m):
         np.testing.assert_array_equal(straight[name], restarted[name], err_msg=name)
 
 
-def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
+def test_restart_in_a_new_process_continues_bit_for_bit(sphere, ball, tmp_path):
+    """Deformable grains, a template without modes and a rigid level-set grain (add_grains, of a material
+    whose pair friction is set) against each other, moving walls and a cylinder."""
     from graindem.engine import checkpoint
 
     def build():
         sim = Simulation(dt=0.01, allow_unstable_dt=True, density=1.0, mu=0.3, gravity=(0, 0, -1.0))
+        other = sim.add_material(1e9, 0.3, 0.3, 1.0)
+        sim.set_pair_friction(0, other, 0.6)
         sim.set_box((-40, -40, -40), (40, 40, 40))
         sim.add_wall((0, 0, -10.4), (0, 0, 1), velocity=(0.0, 0.0, 0.05))
         # a lid servo-controlled to a force (boundaries.walls), pressing the third grain from the start
@@ -224,6 +391,7 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
                                   response=LinearResponse([[MODAL_K]]), modal_damping=[[50.0]], eps=[0.01],
                                   velocities=[[0.5, -0.2, 0], [-0.5, 0, 0]])
         sim.add_deformable_grains(sphere, [[0, 0, 21.0]], modes=[], angular_velocities=[0.1, 0.2, 0.0])
+        sim.add_grains(ball, [[-10.0, 20.2, 0.0]], velocities=[[0.0, -1.0, 0.0]], material=other)
         sim.set_deformable_contact(1e4, damping=10.0, pullback="corners", pullback_cache=True,
                                    inverse_iterations=1, inverse_method="newton")
         return sim
@@ -234,7 +402,12 @@ def test_restart_in_a_new_process_continues_bit_for_bit(sphere, tmp_path):
     checkpoint.save(sim, tmp_path / "a.h5")
     sim.run(m)
     checkpoint.save(sim, tmp_path / "straight.h5")
-    assert int(sim.deformable.gctl[3]) > 0 and np.any(sim.deformable.partner >= 0)   # contacts with history
+    d = sim.deformable
+    assert int(d.gctl[3]) > 0 and np.any(d.partner >= 0)   # contacts with history
+    rigid = slice(int(d.hist_off[0]), int(d.hist_off[1]))   # row 0: the rigid grain, then the deformable ones
+    assert np.any(d.partner[rigid] == 1) and np.any(d.partner[rigid] == -2), "the rigid grain touched row 1 and a wall"
+    loaded, _ = checkpoint.load(tmp_path / "a.h5", for_restart=True)
+    assert loaded.kinds == {"levelset": 1, "deformable": 3}
     assert_restart_continues_bit_for_bit(tmp_path, m)
 
 

@@ -20,7 +20,9 @@ Arrays (G grains, T templates, O obstacles):
     node: shear, partner, last_step), node_r (largest deformed node distance now), radius and
     r_build (bounding radius and node_r at the last neighbour rebuild);
     obstacles (planes and infinite cylinders): o_type, o_point, o_dir (plane: inward normal;
-    cylinder: axis), o_rad, o_vel, o_force (force on each obstacle).
+    cylinder: axis), o_rad, o_vel, o_force (force on each obstacle), o_mat (material);
+    friction: mu_tab (n_materials, n_materials), a contact's mu = mu_tab[material of the grain,
+    material of the other grain or obstacle] (the grains' `material`).
 
 Step (leapfrog, all inside `run_deformable`):
   1. node kinematics: deformed node positions x = c + R (X + Σ ε Φ(X)) and velocities;
@@ -70,7 +72,7 @@ SURFACE_ARRAYS = ("t_svert", "t_svert_off", "t_sface", "t_sface_off", "t_smodes"
 DC_KS = 0        # normal penalty per unit area
 DC_CS = 1        # normal damping per unit area
 DC_KT = 2        # tangential / normal stiffness ratio
-DC_MU = 3        # friction coefficient
+DC_MU = 3        # the one friction of every pair in a checkpoint without `mu_tab` (the kernels read mu_tab)
 DC_TIME = 4      # simulated time
 DC_SKIN = 5
 N_DC = 6
@@ -172,10 +174,10 @@ def node_kinematics(t_nodes, t_node_off, t_nmodes, t_nodemodes, t_nodemode_off, 
 
 
 @njit(inline="always")
-def _node_contact(hk, partner_id, step, dt, weight, area, delta, nx, ny, nz, vrx, vry, vrz, dctl,
+def _node_contact(hk, partner_id, step, dt, weight, area, delta, nx, ny, nz, vrx, vry, vrz, mu, dctl,
                   shear, partner, last_step, energy):
-    """Force (normal + Coulomb) on the slave node of one contact; updates its history and the energy
-    record. Returns (fx, fy, fz, in_contact)."""
+    """Force (normal + Coulomb with friction coefficient `mu`, the material pair's) on the slave node of
+    one contact; updates its history and the energy record. Returns (fx, fy, fz, in_contact)."""
     ks = dctl[DC_KS]
     cs = dctl[DC_CS]
     vn = vrx * nx + vry * ny + vrz * nz
@@ -187,7 +189,6 @@ def _node_contact(hk, partner_id, step, dt, weight, area, delta, nx, ny, nz, vrx
     fx = mag * nx
     fy = mag * ny
     fz = mag * nz
-    mu = dctl[DC_MU]
     if mu > 0.0:
         tx = vrx - vn * nx
         ty = vry - vn * ny
@@ -209,9 +210,10 @@ def _node_contact(hk, partner_id, step, dt, weight, area, delta, nx, ny, nz, vrx
 @njit
 def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off,
                       t_areas, t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel,
-                      omega, rot, mass, motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque,
-                      gravity, cell, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear,
-                      partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc):
+                      omega, rot, mass, motion, material, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force,
+                      torque, gravity, cell, periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, o_mat, mu_tab,
+                      dctl, dictl, shear, partner, last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij,
+                      energy, acc):
     """Zero and assemble forces, torques and generalized forces, and the Love-Weber stress sum
     acc[ACC_STRESS:ACC_STRESS + 9] (the servo's input); returns the number of contact nodes.
 
@@ -219,7 +221,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
     to its partner's image loses the cell's flow between the two centres (velocities are relative
     to that flow). Stress (compression positive): the force on the slave node times the branch from
     the master's image to the slave's centre; an obstacle node adds the force on the obstacle times
-    the vector from the grain's centre to the node (contact.levelset_contact's convention)."""
+    the vector from the grain's centre to the node (contact.levelset_contact's convention). Friction:
+    mu_tab[material of the grain, material of the grain or obstacle (o_mat)] (the material pair's)."""
     n_grains = pos.shape[0]
     energy[E_CONTACT] = 0.0
     energy[E_SPRING] = 0.0
@@ -281,8 +284,9 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                 wvy = factor * o_vel[o, 1]
                 wvz = factor * o_vel[o, 2]
                 fx, fy, fz, on = _node_contact(s, -2 - o, step, dt, 1.0, t_areas[a0 + k], -phi, nx, ny, nz,
-                                               vw[s, 0] - wvx, vw[s, 1] - wvy, vw[s, 2] - wvz, dctl, shear,
-                                               partner, last_step, energy)
+                                               vw[s, 0] - wvx, vw[s, 1] - wvy, vw[s, 2] - wvz,
+                                               mu_tab[material[g], o_mat[o]], dctl, shear, partner, last_step,
+                                               energy)
                 if not on:
                     continue
                 _point_force(g, fx, fy, fz, xw[s, 0] - pos[g, 0], xw[s, 1] - pos[g, 1], xw[s, 2] - pos[g, 2],
@@ -407,7 +411,8 @@ def deformable_forces(step, dt, factor, pairs, n_pairs, tmpl, t_phi, t_phi_off, 
                     rot[mg, 2, 0] * mvx + rot[mg, 2, 1] * mvy + rot[mg, 2, 2] * mvz)
                 fx, fy, fz, on = _node_contact(s, mg, step, dt, weight, t_areas[a0 + k], -phi, nx, ny, nz,
                                                vw[s, 0] - vmx - flx, vw[s, 1] - vmy - fly, vw[s, 2] - vmz - flz,
-                                               dctl, shear, partner, last_step, energy)
+                                               mu_tab[material[sg], material[mg]], dctl, shear, partner, last_step,
+                                               energy)
                 if not on:
                     continue
                 _point_force(sg, fx, fy, fz, xw[s, 0] - pos[sg, 0], xw[s, 1] - pos[sg, 1], xw[s, 2] - pos[sg, 2],
@@ -525,9 +530,9 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
                    t_mat_off, t_mlhs, t_mrhs, t_k, t_c, t_table_resp, t_tab_off, t_tab_eps, t_tab_force, t_tab_slope,
                    t_beta, pos, vel, quat, rot, angmom, omega, mass, inertia, force, torque, eps, epsdot, gen,
                    eps_off, hist_off, shear, partner, last_step, xw, vw, node_r, radius, r_build, pairs, pos_build,
-                   gravity, cell, ctl, ictl, acc, periodic, walls, o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl,
-                   dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc_ofor, acc_opos, acc_eps,
-                   acc_pos, acc_t, gctl):
+                   gravity, cell, ctl, ictl, acc, periodic, walls, o_type, o_point, o_dir, o_rad, o_vel, o_force, o_mat,
+                   material, mu_tab, dctl, dictl, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy,
+                   acc_ofor, acc_opos, acc_eps, acc_pos, acc_t, gctl):
     """Advance up to n_steps steps (obstacle velocity factor factors[it] in step it); returns the
     number done (fewer when `pairs` must grow: the caller grows it and calls again). `walls`: the
     Simulation's wall rows, obstacles 0..len(walls)-1: a servo wall's velocity is set in it and in
@@ -557,9 +562,9 @@ def run_deformable(n_steps, dt, factors, tmpl, motion, dof, t_phi, t_phi_off, t_
         gctl[GC_NCP] = deformable_forces(
             step, dt, factor, pairs, gctl[GC_NPAIRS], tmpl, t_phi, t_phi_off, t_shape, t_origin, t_h, t_node_off, t_areas,
             t_radius, t_nmodes, t_table, t_table_off, t_nodemodes, t_nodemode_off, pos, vel, omega, rot, mass,
-            motion, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque, gravity, cell, periodic,
-            o_type, o_point, o_dir, o_rad, o_vel, o_force, dctl, dictl, shear, partner, last_step, pb_value,
-            pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc)
+            motion, material, eps, epsdot, eps_off, gen, hist_off, xw, vw, node_r, force, torque, gravity, cell,
+            periodic, o_type, o_point, o_dir, o_rad, o_vel, o_force, o_mat, mu_tab, dctl, dictl, shear, partner,
+            last_step, pb_value, pb_stamp, pb_off, mode_ref, cp_x, cp_f, cp_ij, energy, acc)
         # the cell's strain rates for this step: prescribed, or the servo's on the stress just summed
         servo(cell, ctl, ictl, acc)
         # the servo walls' velocities for this step, on their forces just summed
@@ -610,10 +615,15 @@ class DeformableBodies:
     GRAINS = ("tmpl", "motion", "dof", "material", "pos", "vel", "quat", "rot", "angmom", "omega", "mass", "inertia",
               "force", "torque", "eps", "epsdot", "gen", "eps_off", "hist_off", "shear", "partner", "last_step",
               "node_r", "radius", "r_build", "pairs", "pos_build", "o_type", "o_point", "o_dir", "o_rad", "o_vel",
-              "o_force", "dctl", "dictl", "energy", "acc_ofor", "acc_opos", "acc_eps", "acc_pos", "acc_t", "gctl")
+              "o_force", "o_mat", "mu_tab", "dctl", "dictl", "energy", "acc_ofor", "acc_opos", "acc_eps", "acc_pos",
+              "acc_t", "gctl")
     STATE = TEMPLATE + GRAINS
+    # arrays a checkpoint written before the per-pair friction table lacks (from_state fills them)
+    LATER = ("o_mat", "mu_tab")
 
-    def __init__(self, templates, batches, densities, obstacles, contact):
+    def __init__(self, templates, batches, densities, obstacles, contact, mu_tab):
+        """`obstacles`: (type, point, direction, radius, velocity, material) per obstacle; `mu_tab`
+        (n_materials, n_materials): the friction of each material pair."""
         T = list(templates)
         self.templates = T
         phis = [np.ascontiguousarray(t["phi"], dtype=np.float64) for t in T]
@@ -689,11 +699,12 @@ class DeformableBodies:
         self.o_rad = np.array([o[3] for o in obstacles], dtype=np.float64).reshape(no)
         self.o_vel = np.array([o[4] for o in obstacles], dtype=np.float64).reshape(no, 3)
         self.o_force = np.zeros((no, 3))
+        self.o_mat = np.array([o[5] for o in obstacles], dtype=np.int64).reshape(no)
+        self.mu_tab = np.ascontiguousarray(mu_tab, dtype=np.float64)
         self.dctl = np.zeros(N_DC)
         self.dctl[DC_KS] = contact["stiffness"]
         self.dctl[DC_CS] = contact["damping"]
         self.dctl[DC_KT] = contact["kt_ratio"]
-        self.dctl[DC_MU] = contact["mu"]
         self.dictl = np.zeros(N_DI, dtype=np.int64)
         self.dictl[DI_ITER] = contact["inverse_iterations"]
         self.dictl[DI_NEWTON] = contact["inverse_method"] == "newton"
@@ -763,8 +774,9 @@ class DeformableBodies:
                 self.mass, self.inertia, self.force, self.torque, self.eps, self.epsdot, self.gen, self.eps_off,
                 self.hist_off, self.shear, self.partner, self.last_step, self.xw, self.vw, self.node_r, self.radius,
                 self.r_build, self.pairs, self.pos_build, gravity, cell, ctl, ictl, acc, periodic, walls, self.o_type,
-                self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.dctl, self.dictl, self.pb_value,
-                self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f, self.cp_ij, self.energy, self.acc_ofor,
+                self.o_point, self.o_dir, self.o_rad, self.o_vel, self.o_force, self.o_mat, self.material, self.mu_tab,
+                self.dctl, self.dictl, self.pb_value, self.pb_stamp, self.pb_off, self.mode_ref, self.cp_x, self.cp_f,
+                self.cp_ij, self.energy, self.acc_ofor,
                 self.acc_opos, self.acc_eps, self.acc_pos, self.acc_t, self.gctl)
             done += n
             if done < steps:
@@ -849,10 +861,6 @@ class DeformableBodies:
         n = min(int(self.gctl[GC_NCP]), len(self.cp_x))
         return self.cp_x[:n].copy(), self.cp_f[:n].copy()
 
-    def set_friction(self, mu):
-        """The node contacts' friction coefficient from the next step on."""
-        self.dctl[DC_MU] = float(mu)
-
     def contact_network(self):
         """The contacts of the last force evaluation summed per pair: i, j (j <= -2: obstacle -2 - j),
         force on i, n_nodes (bodies.levelset.pair_network); a pair touching both ways counts once."""
@@ -899,7 +907,13 @@ class DeformableBodies:
             if name in SURFACE_ARRAYS and "deform_" + name not in arrays:   # older checkpoints: none
                 setattr(self, name, None)
                 continue
+            if name in cls.LATER and "deform_" + name not in arrays:
+                continue
             setattr(self, name, np.ascontiguousarray(np.array(arrays["deform_" + name])))
+        if "deform_mu_tab" not in arrays:   # one friction for every pair
+            m = int(self.material.max()) + 1 if self.material.size else 1
+            self.mu_tab = np.full((m, m), float(self.dctl[DC_MU]))
+            self.o_mat = np.zeros(len(self.o_type), dtype=np.int64)
         self._scratch()
         return self
 

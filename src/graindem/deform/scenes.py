@@ -35,6 +35,13 @@ class DeformableTemplate:
     # level-set grid (a FEM mode at the surface varies on the scale of its contact mesh, not of h)
     node_mode_values: np.ndarray = None
 
+    @classmethod
+    def from_levelset(cls, grain):
+        """The template of a rigid level-set grain (particles.LevelSetGrain) without modes: its grid,
+        nodes with their areas, mass properties and surface mesh as they are."""
+        return cls(grain.name, GridField(grain.phi_grid, grain.grid_origin, grain.spacing), [], grain.surface_vertices,
+                   grain.surface_faces, grain.nodes, grain.areas, grain.volume, grain.inertia, "none (rigid)")
+
 
 def _vertex_areas(vertices, faces):
     a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]

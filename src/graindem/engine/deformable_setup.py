@@ -4,6 +4,12 @@ prescribed obstacle travel, set-up, the run, the critical time step, state and c
 `Simulation` inherits these methods (`DeformableGrains`); the kernels and arrays are in
 `bodies.deformable`. Obstacles of deformable grains are the Simulation's planar walls (add_wall; they
 move at their velocity, or under the wall servo) followed by its cylinders (add_cylinder), in that order (`obstacle_row`).
+
+Rigid level-set grains (`add_grains`) in a run with deformable grains are stepped by the same loop as
+templates without modes (`rigid_template_record`): rows 0..n_r-1 of `deformable` are the rigid grains in
+the order added, the deformable grains follow (`grain_rows`). One loop, one neighbour list, one set of
+obstacles and one cell then serve both kinds, and the deformable contact (`set_deformable_contact`)
+governs every grain pair and grain-obstacle pair.
 """
 
 import math
@@ -13,9 +19,10 @@ import numpy as np
 
 from ..bodies.deformable import CYLINDER, DC_SKIN, PLANE, SURFACE_ARRAYS, DeformableBodies
 from ..bodies.levelset import GC_NCP, GC_NREBUILDS, GC_STEP, MOTION_DYNAMIC
+from ..bodies.levelset_hertz import LAW_NAME as HERTZ_CURVATURE
+from ..contact.shape_hertz import SHAPE_AREA
 from ..core.layout import (ACC_WALL, CTL_DT, CTL_G, CTL_SKIN, ICTL_NWALLS, ICTL_PERIODIC, ICTL_STEP, N_ACC0, N_CTL,
                            N_ICTL)
-from ..contact import state as S
 from ..core.checks import per_body_rows, positive_finite, vec3
 from ..boundaries.walls import N_WALL, WALL_MODE, WALL_SERVO, wall_rows
 
@@ -28,6 +35,14 @@ def _square_matrix(name, a, n):
     if a.shape != (n, n) or not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be a finite {n} x {n} matrix (one row per mode), got shape {a.shape}")
     return a
+
+
+def rigid_template_record(grain):
+    """The arrays the engine keeps of a rigid level-set grain's template (particles.LevelSetGrain): a
+    template without modes of the deformable loop (template_record's layout)."""
+    from ..deform.scenes import DeformableTemplate
+
+    return template_record(DeformableTemplate.from_levelset(grain), None, None, None, None, 0.0)
 
 
 def template_record(template, modes, modal_mass, response, modal_damping, tangent_damping):
@@ -111,6 +126,7 @@ class DeformableGrains:
         self.deform_contact = None
         self.deformable = None
         self._travel = None
+        self._n_levelset = 0   # rigid level-set grains stepped by the deformable loop (its first rows)
 
     def add_deformable_grains(self, template, positions, modal_mass=None, response=None, modes=None,
                               modal_damping=None, tangent_damping=0.0, orientations=None, velocities=None,
@@ -122,7 +138,8 @@ class DeformableGrains:
         Templates are stored once per (template, modal data). `eps`, `eps_rate`: initial modal
         coordinates and rates (n, or (m, n)); `dofs`: six flags (x, y, z translation, rotation about x,
         y, z) a frozen one keeps its velocity at zero; motion "dynamic", "fixed" or "kinematic".
-        Returns the grains' indices in `deformable`."""
+        Returns the grains' indices among the deformable grains: their rows in `deformable` are
+        `grain_rows("deformable")[indices]` (the rigid level-set grains of add_grains come first)."""
         self._check_not_ready()
         batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
         m = len(batch["pos"])
@@ -150,16 +167,18 @@ class DeformableGrains:
             epsdot=per_body_rows("eps_rate", eps_rate, m, n, np.zeros(n)).ravel() if n else np.zeros(0)))
         return np.arange(first, first + m)
 
-    def add_cylinder(self, point, axis, radius, velocity=(0.0, 0.0, 0.0)):
+    def add_cylinder(self, point, axis, radius, velocity=(0.0, 0.0, 0.0), material=0):
         """An infinite rigid cylinder (axis through `point`, direction `axis`, `radius`) that grains stay
-        outside of, moving at `velocity`; returns its index among the cylinders (`obstacle_row`)."""
+        outside of, moving at `velocity`, of `material` (the friction of its contacts is the material
+        pair's, as a wall's); returns its index among the cylinders (`obstacle_row`)."""
         self._check_not_ready()
+        mat = self._check_material_index(material)
         p = vec3("point", point)
         a = vec3("axis", axis)
         if not np.linalg.norm(a) > 0:
             raise ValueError("axis must be a non-zero vector")
         r = positive_finite("radius", radius)
-        self._cylinders.append((CYLINDER, p, a / np.linalg.norm(a), r, vec3("velocity", velocity)))
+        self._cylinders.append((CYLINDER, p, a / np.linalg.norm(a), r, vec3("velocity", velocity), mat))
         return len(self._cylinders) - 1
 
     def obstacle_row(self, kind, index):
@@ -199,7 +218,10 @@ class DeformableGrains:
         lower index is the slave); the master's pull-back `pullback` "point" or "corners" (with
         `pullback_cache`), `inverse_iterations` refinements by `inverse_method` ("newton" or
         "fixed_point"); `contact_area`: the patch area of the stiffest expected contact for the
-        critical time step (default: the largest node area)."""
+        critical time step (default: the largest node area). The friction coefficient of a contact is
+        its material pair's (pair_record: set_pair_friction, or the smaller of the two materials'),
+        a wall's or cylinder's material with the grain's for an obstacle. In a run with deformable
+        grains this contact governs every grain pair, rigid level-set grains (add_grains) included."""
         k = positive_finite("stiffness", stiffness)
         c = positive_finite("damping", damping, allow_zero=True)
         kt_ratio = float(kt_ratio)
@@ -222,25 +244,71 @@ class DeformableGrains:
                                "inverse_method": inverse_method, "pullback_cache": bool(pullback_cache),
                                "contact_area": area}
 
+    def grain_rows(self, kind):
+        """Rows in `deformable` (its per-grain arrays: pos, quat, vel, ...) of the grains of `kind`
+        ("levelset": added with add_grains, "deformable": with add_deformable_grains), each kind in the
+        order added; in a run with deformable grains the rigid level-set grains come first."""
+        self.setup()
+        if self.deformable is None:
+            raise ValueError("grain_rows applies to a run with deformable grains (rigid grains alone: sim.grains)")
+        if kind == "levelset":
+            return np.arange(self._n_levelset)
+        if kind == "deformable":
+            return np.arange(self._n_levelset, self.deformable.n)
+        raise ValueError(f"kind must be 'levelset' or 'deformable', got {kind!r}")
+
+    def _check_grain_contact_with_deformable(self):
+        """The deformable contact governs every grain pair: refuse level-set contact settings it would not honour."""
+        area = self._grain_law_settings.get(SHAPE_AREA)
+        c = self.deform_contact
+        why = None
+        if self._grain_law_settings.get(HERTZ_CURVATURE) is not None or self._pair_shape_law:
+            why = "the law 'hertz_curvature' (set_grain_contact / set_pair_shape_law)"
+        elif area is not None and area["law"] != "area":
+            why = f"the law {area['law']!r} (a stiffness per node)"
+        elif area is not None and (area["stiffness"] != c["stiffness"] or area["kt_ratio"] != c["kt_ratio"]
+                                   or area["contact"] != c["contact"] or area["damping_ratio"] != 0.0):
+            why = "other settings than set_deformable_contact's"
+        if why is not None:
+            raise ValueError(f"set_grain_contact gives the rigid level-set grains {why}, but in a run with deformable "
+                             "grains the deformable contact (set_deformable_contact: area law, k_s per unit area, "
+                             "Coulomb node springs) governs every grain pair: drop set_grain_contact, or give it "
+                             "law='area' with set_deformable_contact's stiffness, kt_ratio and contact and "
+                             "damping_ratio=0")
+
+    def _deformable_loop_grains(self):
+        """(template records, batches, number of rigid grains) of the deformable loop: the rigid
+        level-set grains' templates and grains first (templates without modes, all degrees of freedom
+        free), then the deformable ones."""
+        rigid = [rigid_template_record(t) for t in self._grain_templates]
+        batches = [dict(b, dof=np.ones((len(b["pos"]), 6), dtype=bool), eps=np.zeros(0), epsdot=np.zeros(0))
+                   for b in self._grain_batches]
+        batches += [dict(b, template=b["template"] + len(rigid)) for b in self._deform_batches]
+        return rigid + self._deform_templates, batches, sum(len(b["pos"]) for b in self._grain_batches)
+
     def _setup_deformable(self):
-        """setup() of a run of deformable grains (no spheres, no rigid level-set grains)."""
-        if self._positions or self._grain_batches:
-            raise ValueError("deformable grains with spheres or rigid level-set grains in one run are not supported "
-                             "yet (a rigid shaped grain is a deformable template without modes)")
+        """setup() of a run of deformable grains, with rigid level-set grains or without (no spheres)."""
+        if self._positions:
+            raise ValueError("spheres next to deformable grains in one run are not supported: add each sphere as a "
+                             "shaped grain instead, a rigid one (add_grains with "
+                             "particles.LevelSetGrain.sphere(radius)) or a deformable template without modes "
+                             "(add_deformable_grains(..., modes=[]))")
         if self.deform_contact is None:
             raise ValueError("deformable grains need their contact: call set_deformable_contact first")
+        self._check_grain_contact_with_deformable()
         if not self._box_set:
             raise ValueError("no domain: call set_box first")
         if self.local_damping != 0.0:
             raise ValueError(f"local_damping = {self.local_damping} is not applied to deformable grains: give 0 and "
                              "damp them by the contact damping (set_deformable_contact) and the modal damping")
-        contact = dict(self.deform_contact, mu=self._deformable_friction())
         self.walls = wall_rows(np.array(self._walls, dtype=np.float64).reshape(-1, N_WALL))
         if self._travel is not None and self._servo_wall_indices():
             raise ValueError(self._travel_with_servo())
-        obstacles = [(PLANE, w[0:3], w[3:6], 0.0, w[6:9]) for w in self.walls] + list(self._cylinders)
-        self.deformable = DeformableBodies(self._deform_templates, self._deform_batches, self.materials[:, 3],
-                                           obstacles, contact)
+        obstacles = [(PLANE, w[0:3], w[3:6], 0.0, w[6:9], m) for w, m in zip(self.walls, self._wall_materials)]
+        obstacles += list(self._cylinders)
+        templates, batches, self._n_levelset = self._deformable_loop_grains()
+        self.deformable = DeformableBodies(templates, batches, self.materials[:, 3], obstacles, self.deform_contact,
+                                           self._grain_mu_table())
         d = self.deformable
         d.node_r[:] = d.t_radius[d.tmpl]
         rmax = float((d.t_radius + 2.0 * d.t_h).max())
@@ -265,21 +333,10 @@ class DeformableGrains:
         self.ready = True
         self.energy_start = self._deformable_energy_total()
         crit = self.deformable_critical_steps
-        self.message(f"graindem: {d.n} deformable grains of {len(d.t_nmodes)} template(s) "
+        rigid = f"{self._n_levelset} rigid level-set and " if self._n_levelset else ""
+        self.message(f"graindem: {rigid}{d.n - self._n_levelset} deformable grains of {len(d.t_nmodes)} template(s) "
                      f"({int(d.t_nmodes[d.tmpl].sum())} modal coordinates), dt = {dt:.4g}, dt_crit = {self.dt_crit:.4g} "
                      f"(contact {crit['rigid']:.4g}, modal {crit['modal']:.4g}), dt/dt_crit = {dt / self.dt_crit:.3f}")
-
-    def _deformable_friction(self):
-        """The one friction coefficient of the deformable grains' material pairs (their node contacts
-        take a single mu)."""
-        if self.deformable is not None:
-            mats = np.unique(self.deformable.material).tolist()
-        else:
-            mats = sorted({b["material"] for b in self._deform_batches})
-        mus = {float(self.pair_record(a, b)[S.P_MU]) for a in mats for b in mats}
-        if len(mus) > 1:
-            raise ValueError("deformable grains whose material pairs differ in friction are not supported yet")
-        return mus.pop()
 
     def _deformable_critical_time_step(self):
         """min over templates of √(m / k_c) (a node contact patch k_c = k_s × contact area, m the smaller
@@ -290,7 +347,7 @@ class DeformableGrains:
         d = self.deformable
         c = self.deform_contact
         rigid = modal = math.inf
-        for t, rec in enumerate(self._deform_templates):
+        for t, rec in enumerate(d.templates):
             grains = d.tmpl == t
             if not np.any(grains):
                 continue
@@ -325,8 +382,10 @@ class DeformableGrains:
         bad = np.flatnonzero(~finite | swollen)
         if bad.size == 0:
             return
-        msg = (f"run diverged at step {self.step_count}: deformable grain(s) {bad[:20].tolist()} have a non-finite "
-               "state or nodes beyond twice their radius (time step too large for the contact or modal stiffness?)")
+        rows = f" (rows of `deformable`; rows < {self._n_levelset} are rigid level-set grains)" if self._n_levelset else ""
+        msg = (f"run diverged at step {self.step_count}: deformable grain(s) {bad[:20].tolist()}{rows} have a "
+               "non-finite state or nodes beyond twice their radius (time step too large for the contact or modal "
+               "stiffness?)")
         ckpt = on_diverge(self) if on_diverge is not None else None
         if ckpt is not None:
             msg += f"; checkpoint written to {ckpt}"
@@ -412,12 +471,14 @@ class DeformableGrains:
         meta["deform_contact"] = dict(self.deform_contact)
         meta["critical_steps"] = dict(self.deformable_critical_steps)
         meta["energy_start"] = self.energy_start
+        meta["levelset_grains"] = int(self._n_levelset)   # rows 0..n-1 of the grain arrays are rigid level-set grains
         return d, meta
 
     @classmethod
     def _deformable_from_state(cls, arrays, meta, verbose):
-        missing = [n for n in cls.GRAIN_ARRAYS + tuple("deform_" + a for a in DeformableBodies.STATE
-                                                       if a not in SURFACE_ARRAYS) if n not in arrays]
+        needed = tuple("deform_" + a for a in DeformableBodies.STATE
+                       if a not in DeformableBodies.LATER and a not in SURFACE_ARRAYS)
+        missing = [n for n in cls.GRAIN_ARRAYS + needed if n not in arrays]
         if missing or not isinstance(meta.get("deform_contact"), dict):
             raise ValueError(f"checkpoint of deformable grains lacks {missing or ['metadata deform_contact']}")
         sim = cls._kind_from_state(arrays, meta, verbose)
@@ -425,5 +486,6 @@ class DeformableGrains:
         sim.deform_contact = dict(meta["deform_contact"])
         sim.deformable_critical_steps = dict(meta["critical_steps"])
         sim.energy_start = float(meta.get("energy_start", math.nan))
+        sim._n_levelset = int(meta.get("levelset_grains", 0))
         return sim
 

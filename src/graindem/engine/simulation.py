@@ -370,7 +370,7 @@ class Simulation(DeformableGrains, MixedBodies):
         """The material-pair table the kernels read (row m1 * n_materials + m2), and the per-row
         constants that depend on it."""
         if self.deformable is not None:
-            self.deformable.set_friction(self._deformable_friction())
+            self.deformable.mu_tab[:] = self._grain_mu_table()
             return
         if self.grains is not None:
             self.grains.mu_tab[:] = self._grain_mu_table()
@@ -433,7 +433,10 @@ class Simulation(DeformableGrains, MixedBodies):
         `orientations` (m, 4; default identity), velocities and angular velocities (world axes), the
         density of `material`; motion "dynamic", "fixed" or "kinematic" (moves as prescribed).
         Returns the grains' indices in `grains` (the order they were added). With add_particles
-        as well the run holds both kinds (engine.mixed_setup)."""
+        as well the run holds both kinds (engine.mixed_setup). With add_deformable_grains as well
+        the deformable loop steps both kinds (engine.deformable_setup): the grains are then rows
+        `grain_rows("levelset")` of `deformable` (the same indices), and their contacts follow
+        set_deformable_contact."""
         self._check_not_ready()
         batch = self._shaped_batch(positions, orientations, velocities, angular_velocities, material, motion)
         for k, t in enumerate(self._grain_templates):
@@ -472,7 +475,9 @@ class Simulation(DeformableGrains, MixedBodies):
         (stiffness k_s per unit area, Pa/m) or "node" (k_n per node, N/m); tangential/normal node
         stiffness kt_ratio in (0, 10]; damping_ratio in [0, 1] of each contact as a linear oscillator;
         contact "both" (each grain's nodes in the other's level set, half weight each) or "one". The
-        friction coefficient is the material pair's (pair_record).
+        friction coefficient is the material pair's (pair_record). In a run with deformable grains
+        their contact (set_deformable_contact) governs every grain pair: these settings must then
+        be absent or equal to it (law "area", its stiffness, kt_ratio and contact, damping_ratio 0).
         law "hertz_curvature" (bodies.levelset_hertz): one Hertzian contact per convex grain pair and
         grain-wall pair, E and nu of the material pair, effective radius from the local curvatures
         (radius_rule, bounded by curvature_limit x the volume-equivalent R*), tangential law
@@ -1325,12 +1330,14 @@ class Simulation(DeformableGrains, MixedBodies):
     @property
     def kinds(self):
         """{body kind: count} of the bodies in the run ("sphere", "levelset", "deformable"; spheres and
-        level-set grains in a mixed run)."""
+        level-set grains in a mixed run, level-set and deformable grains in a run with both)."""
         self.setup()
         if self.mixed is not None:
             return {"sphere": self.n, "levelset": self.grains.n}
         if self.deformable is not None:
-            return {"deformable": self.deformable.n}
+            n_r = self._n_levelset
+            n = self.deformable.n
+            return {"levelset": n_r, "deformable": n - n_r} if n_r else {"deformable": n}
         return {"levelset": self.grains.n} if self.grains is not None else {"sphere": self.n}
 
     @property
