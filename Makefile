@@ -11,10 +11,13 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
 # two stamps: the demo needs only the runtime dependencies (with the pip the venv comes with, which installs
-# them as they are), the tests and docs also the extras (with an up-to-date pip)
+# them as they are), the tests and docs also the extras (with an up-to-date pip). pip byte-compiles what it
+# installs on one core: compileall does the same on all cores (imports then find the same byte code); a
+# file it cannot compile only stays uncompiled, as pip leaves it
 $(VENV)/.installed-runtime: $(BIN)/python pyproject.toml
 	@echo "installing graindem into $(VENV)/ ..."
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet --no-compile -e .
+	-$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null
 	touch $@
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml

@@ -116,14 +116,15 @@ def main(argv=None):
             record["runs"].append(run)
             print(f"round {k + 1} {s}: demo {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, "
                   f"exit code {run['exit_code']}", flush=True)
-    first = record["runs"][0]["results"]
-    record["same_results"] = all(r["results"] == first for r in record["runs"])
+            first = record["runs"][0]["results"]
+            record["same_results"] = all(r["results"] == first for r in record["runs"])
+            if args.json:  # after every run: a long series stopped early keeps what it measured
+                path = Path(args.json)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(record, indent=2))
     print(f"results the same in every run: {record['same_results']}")
     if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=2))
-        print(f"wrote {path}")
+        print(f"wrote {args.json}")
     return record
 
 

@@ -40,11 +40,13 @@ def test_kernels_compiled_ahead_have_the_types_the_time_loop_gives_them():
     pair_forces call them with (else a process would compile them again): every argument they take
     from the time loop's own arguments has the type the loop has for it, and the parts compiled on
     their own gain no second signature when the pair pass is compiled around them."""
-    from graindem.boundaries.walls import wall_forces
+    from graindem.boundaries.servo import servo
+    from graindem.boundaries.walls import servo_walls, wall_forces
     from graindem.engine import pair_pass as pp
     from graindem.engine.history import compact_on_schedule
     from graindem.engine.integration import advance_particles
     from graindem.engine.loop import run_steps
+    from graindem.engine.rolling_pass import rolling_pass
 
     sim = compile_ahead.small_packing(gas=False)
     compile_ahead.compile_jaeger_force_pass(sim)
@@ -57,8 +59,9 @@ def test_kernels_compiled_ahead_have_the_types_the_time_loop_gives_them():
         assert set(part.signatures) == signatures[part], part.py_func.__name__
     sim = compile_ahead.small_packing()
     compile_ahead.compile_moves(sim)
+    compile_ahead.compile_loop_parts(sim)
     assert compile_ahead.compile_walls(sim)
-    kernels = (pp.pair_forces, wall_forces, advance_particles, compact_on_schedule)
+    kernels = (pp.pair_forces, wall_forces, advance_particles, compact_on_schedule, rolling_pass, servo, servo_walls)
     ahead = {kernel: kernel.signatures[-1] for kernel in kernels}
     sim.run(2)  # run_steps, compiled or loaded: its signature is then known
     loop = dict(zip(_parameters(run_steps), run_steps.signatures[-1]))

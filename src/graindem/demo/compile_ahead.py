@@ -13,7 +13,7 @@ processes share the work so that neither waits long and none of it is done twice
   and runs the biaxial test (which compiles only the time loop around the cached kernels);
 - the second process, started with the demo, first compiles what needs neither (the random gas
   placement and the neighbour list on a small packing, the particle pass, the history store's
-  compaction), waits for the first word, compiles the wall pass and the other parts of the pair
+  compaction, the rolling pass and the servos), waits for the first word, compiles the wall pass and the other parts of the pair
   pass (kinematics and the force passes of the other laws), waits for the second word, compiles
   the pair pass itself (whose callees are all in the cache), says it is ready and then runs the
   contact-law part, whose kernels are all in the cache by then, while the first process runs the
@@ -249,6 +249,25 @@ def compile_moves(sim):
     compact_on_schedule(sim.ictl, sim.pist, sim.wist, sim.store.pts, sim.store.nxt, sim.store.meta)
 
 
+def compile_loop_parts(sim):
+    """Compile (or load) the time loop's callees that need no contact law: the rolling pass (one
+    call over no rows), the cell servo and the walls' servo."""
+    from ..boundaries.servo import servo
+    from ..boundaries.walls import servo_walls
+    from ..core.layout import ICTL_NPAIRS, ICTL_NWALLS, ICTL_NWCAND
+    from ..engine.loop import NO_MORE_STRESS
+    from ..engine.rolling_pass import rolling_pass
+    from ..contact import rolling as RL
+    none = sim.ictl.copy()
+    none[ICTL_NPAIRS] = 0
+    none[ICTL_NWCAND] = 0
+    rolling_pass(sim.omega, sim.torque, sim.radius, sim.mass, sim.inertia, sim.mtab,
+                 sim.rolling_pairs.reshape(-1, RL.N_ROLL_PARAM), sim.ctl, none, sim.pi, sim.pj, sim.pfs, sim.pcq,
+                 sim.pk, sim.pm, sim.prs, sim.wcand, sim.wfs, sim.wcq, sim.wk, sim.wm, sim.wrs)
+    servo(sim.cell, sim.ctl, sim.ictl, sim.acc)
+    servo_walls(sim.walls, sim.ictl[ICTL_NWALLS], sim.acc, NO_MORE_STRESS)
+
+
 def compile_walls(sim):
     """Compile (or load) the wall pass (one call); returns whether it ran."""
     from ..boundaries.walls import wall_forces
@@ -273,6 +292,7 @@ def main(argv):
     os.dup2(2, 1)  # its own printing goes to the log, the pipe carries READY only
     sim = small_packing()
     compile_moves(sim)
+    compile_loop_parts(sim)
     _wait_for_word()  # contact_step
     compile_walls(sim)
     compile_pair_parts(sim)
