@@ -27,9 +27,9 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@ $(VENV)/.installed-runtime
 
 demo: $(VENV)/.installed-runtime
-	@echo "graindem demo: the first run compiles the numba kernels on both cores (about 4 minutes on 2; later runs"
-	@echo "load them from the cache and take seconds), then runs the contact-law checks and a 512-sphere"
-	@echo "biaxial test; results go to $(DEMO_OUT)/"
+	@echo "graindem demo: the first run compiles the numba kernels on both cores (about 3 minutes on 2; later runs"
+	@echo "load them from the cache and take seconds), then runs a 512-sphere biaxial test and, beside it, the"
+	@echo "contact-law checks; results go to $(DEMO_OUT)/"
 	$(BIN)/graindem demo --out $(DEMO_OUT)
 
 # the suite on TEST_WORKERS pytest-xdist processes, one test file per worker at a time (module fixtures are

@@ -36,8 +36,8 @@ def run(args):
         write_traction_demo(out / "contact", announce=say)
 
     say(f"graindem demo: results go to {out.resolve()}/")
-    say("The first run compiles numba kernels on both cores before each part starts (about 4 minutes on 2 cores);")
-    say("later runs load them from the cache and take seconds.")
+    say("The first run compiles numba kernels, on both cores, before the parts start (about 3 minutes of it on 2")
+    say("cores); later runs load them from the cache and take seconds.")
     ahead = None if args.skip_biaxial else compile_ahead.start(out / "contact")
     try:
         if ahead is None:
