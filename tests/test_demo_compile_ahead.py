@@ -31,6 +31,33 @@ def test_stop_ends_a_running_second_process():
     compile_ahead.stop(None)  # nothing started (one core, or --skip-biaxial)
 
 
+def test_words_pass_both_ways_and_the_report_is_kept():
+    """The second process waits for two words on its input, says READY on its output, and what it
+    prints on its log is what the demo prints after the biaxial test."""
+    script = ("import sys; first = sys.stdin.readline(); second = sys.stdin.readline(); "
+              f"print({compile_ahead.READY!r}, flush=True); print('report', first.strip(), second.strip(), file=sys.stderr)")
+    proc = compile_ahead.spawn(["-c", script], words=True)
+    compile_ahead.tell(proc)
+    compile_ahead.tell(proc)
+    said = []
+    assert compile_ahead.wait_ready(proc, said.append)
+    assert compile_ahead.wait(proc, said.append)
+    assert proc.printed.strip() == "report cached cached"
+    compile_ahead.stop(proc)
+
+
+def test_a_second_process_that_ends_without_ready_is_reported():
+    proc = compile_ahead.spawn(["-c", "import sys; sys.stdin.readline(); raise SystemExit('no kernels today')"],
+                               words=True)
+    compile_ahead.tell(proc)
+    said = []
+    assert not compile_ahead.wait_ready(proc, said.append)
+    assert not compile_ahead.wait(proc, said.append)
+    assert "exit code 1" in said[-1] and "no kernels today" in said[-1]
+    compile_ahead.tell(proc)  # a word to a process that has ended is no error
+    compile_ahead.stop(proc)
+
+
 def _parameters(kernel):
     return list(inspect.signature(kernel.py_func).parameters)
 
