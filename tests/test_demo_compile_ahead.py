@@ -35,7 +35,8 @@ def test_words_pass_both_ways_and_the_report_is_kept():
     """The second process waits for two words on its input, says READY on its output, and what it
     prints on its log is what the demo prints after the biaxial test."""
     script = ("import sys; first = sys.stdin.readline(); second = sys.stdin.readline(); "
-              f"print({compile_ahead.READY!r}, flush=True); print('report', first.strip(), second.strip(), file=sys.stderr)")
+              f"print({compile_ahead.READY!r}, flush=True); "
+              "print('report', first.strip(), second.strip(), file=sys.stderr)")
     proc = compile_ahead.spawn(["-c", script], words=True)
     compile_ahead.tell(proc)
     compile_ahead.tell(proc)
@@ -43,6 +44,7 @@ def test_words_pass_both_ways_and_the_report_is_kept():
     assert compile_ahead.wait_ready(proc, said.append)
     assert compile_ahead.wait(proc, said.append)
     assert proc.printed.strip() == "report cached cached"
+    assert all("stopped" not in line for line in said)
     compile_ahead.stop(proc)
 
 

@@ -13,11 +13,11 @@ processes share the work so that neither waits long and none of it is done twice
   and runs the biaxial test (which compiles only the time loop around the cached kernels);
 - the second process, started with the demo, first compiles what needs neither (the random gas
   placement and the neighbour list on a small packing, the particle pass, the history store's
-  compaction, the rolling pass and the servos), waits for the first word, compiles the wall pass and the other parts of the pair
-  pass (kinematics and the force passes of the other laws), waits for the second word, compiles
-  the pair pass itself (whose callees are all in the cache), says it is ready and then runs the
-  contact-law part, whose kernels are all in the cache by then, while the first process runs the
-  biaxial test. Its report is printed after the biaxial test's.
+  compaction, the rolling pass and the servos), waits for the first word, compiles the wall pass
+  and the other parts of the pair pass (kinematics and the force passes of the other laws), waits
+  for the second word, compiles the pair pass itself (whose callees are all in the cache), says it
+  is ready and then runs the contact-law part, whose kernels are all in the cache by then, while
+  the first process runs the biaxial test. Its report is printed after the biaxial test's.
 
 numba's on-disk cache is what hands the kernels over: a kernel is written there when compiled (by
 an atomic rename, so processes may write at once) and looked up there by its argument types before
@@ -33,6 +33,7 @@ pipe (the other process ended) counts as the word, so neither waits for a proces
 
 import math
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -93,14 +94,14 @@ def wait_ready(proc, say):
     it is ready. A process that ended is reported by `wait`."""
     if proc is None:
         return False
+    if proc.stdout is None:
+        return False
     t0 = time.perf_counter()
-    said = False
-    line = None
+    said = not select.select([proc.stdout], [], [], 0.0)[0]  # READY is not there yet
+    if said:
+        say("   waiting for the second process to finish compiling the pair pass ...")
     while True:
-        if not said and proc.poll() is None:
-            said = True
-            say("   waiting for the second process to finish compiling the pair pass ...")
-        line = proc.stdout.readline() if proc.stdout is not None else ""
+        line = proc.stdout.readline()
         if line == "" or line.strip() == READY:
             break
     if said:
