@@ -174,8 +174,7 @@ def test_deformable_biaxial_run_restarts_bit_for_bit_after_the_servo_reached_its
     assert json.loads((second / "summary.json").read_text())["steps"] == 40
     a = assert_same_checkpoint_arrays(straight, second)
     # prepared at loading.preparation_mu, tested at material.mu (its default)
-    from graindem.bodies.deformable import DC_MU
-    assert prepared.deformable.dctl[DC_MU] == 0.5 and a["deform_dctl"][DC_MU] == 0.5
+    assert np.all(prepared.deformable.mu_tab == 0.5) and np.all(a["deform_mu_tab"] == 0.5)
     rows = (straight / "series.csv").read_text().splitlines()
     assert len(rows) == 6
     # the deformed surfaces, also after the restart (their meshes are part of the checkpoint)
