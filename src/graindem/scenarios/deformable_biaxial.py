@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from ..core.rotations import random_quaternions
-from .levelset_biaxial import default_stiffness, load_or_prepare, size_classes
+from .levelset_biaxial import cubic_lattice, default_stiffness, load_or_prepare, size_classes
 
 EXTRA_KEY = "deformable_packing"
 QUADRATURE_CELLS = 40   # quadrature points per radius for the modal mass and stiffness
@@ -73,12 +73,9 @@ def build_assembly(config, mu_prep):
                      dt_fraction=sim_cfg["dt_fraction"] or 0.2, dt=sim_cfg["dt"],
                      allow_unstable_dt=sim_cfg["allow_dt_above_critical"])
     # the lattice of the largest spheres, 1 % apart
-    a = 2.02 * float(classes.max())
-    m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
-    sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    pos = (sites[rng.permutation(len(sites))[:n]] + 0.5) * a
+    pos, L = cubic_lattice(n, 2.02 * float(classes.max()), rng)
     quat = random_quaternions(rng, n)
-    sim.set_box((0.0, 0.0, 0.0), (m * a,) * 3, periodic=(True, True, True))
+    sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
     mean_radius = float(np.mean(radii))
     stiffness = g["stiffness"] or default_stiffness("area", load["confining_stress"], mean_radius, g["overlap"])
     sim.set_deformable_contact(stiffness, damping=contact_damping(stiffness, mean_radius, mat["density"],

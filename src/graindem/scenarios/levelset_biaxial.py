@@ -103,6 +103,14 @@ def _voxel_image(path):
         raise ValueError(f"grains.voxel_file {str(p)!r} is not a NumPy .npy array: {exc}") from None
 
 
+def cubic_lattice(n, spacing, rng):
+    """(positions (n, 3), side L): n sites drawn at random (rng) from the smallest simple cubic
+    lattice of m^3 >= n sites `spacing` apart, cell-centred in the cube [0, L)^3 with L = m * spacing."""
+    m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
+    sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
+    return (sites[rng.permutation(len(sites))[:n]] + 0.5) * spacing, m * spacing
+
+
 def build_assembly(config, mu_prep):
     """A Simulation of the scenario's grains on a loose lattice in a periodic cell (not yet run)."""
     from ..engine.simulation import Simulation
@@ -128,12 +136,7 @@ def build_assembly(config, mu_prep):
     materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
     material_of = add_materials(sim, materials, n, rng=rng, mu_prep=mu_prep)
     # the lattice of bounding spheres (a grain lies within its bounding radius of its centre)
-    a = 2.02 * max(t.bounding_radius for _, _, t in templates)
-    m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
-    L = m * a
-    sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    sites = sites[rng.permutation(len(sites))[:n]]
-    pos = (sites + 0.5) * a
+    pos, L = cubic_lattice(n, 2.02 * max(t.bounding_radius for _, _, t in templates), rng)
     quat = random_quaternions(rng, n)
     sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
     mean_radius = float(np.mean(radii))

@@ -19,11 +19,9 @@ scenarios.biaxial.start_test / run_test, as for spheres and for grains alone: on
 cell on the stress of every contact (sphere pairs, grain pairs, grain-sphere pairs).
 """
 
-import math
-
 import numpy as np
 
-from .levelset_biaxial import default_stiffness, load_or_prepare, packing_key
+from .levelset_biaxial import cubic_lattice, default_stiffness, load_or_prepare, packing_key
 from .mixed_pile import add_bodies, draw_bodies, lattice_spacing
 
 EXTRA_KEY = "mixture_packing"
@@ -41,10 +39,7 @@ def build_assembly(config, mu_prep):
     radii, size, templates, shape_of = draw_bodies(config, rng)
     n_s, n_g = len(radii), len(shape_of)
     n = n_s + n_g
-    a = lattice_spacing(radii, templates)
-    m = math.ceil(n ** (1.0 / 3.0) - 1e-9)
-    sites = np.stack(np.meshgrid(*[np.arange(m)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    pos = (sites[rng.permutation(len(sites))[:n]] + 0.5) * a
+    pos, L = cubic_lattice(n, lattice_spacing(radii, templates), rng)
     contact = config["contact"]
     restitution = mat["restitution"] if mat["restitution"] < 1.0 else None
     sim = Simulation(law=contact["law"], xi=contact["xi"], E=mat["E"], nu=mat["nu"], mu=mu_prep,
@@ -53,7 +48,7 @@ def build_assembly(config, mu_prep):
     more = config.get("materials") or {}
     materials = {k: list(v) for k, v in more.items()} if more.get("E") else None
     s_material = add_materials(sim, materials, n_s, rng=rng, mu_prep=mu_prep)
-    sim.set_box((0.0, 0.0, 0.0), (m * a, m * a, m * a), periodic=(True, True, True))
+    sim.set_box((0.0, 0.0, 0.0), (L, L, L), periodic=(True, True, True))
     def area_stiffness():
         return g["stiffness"] or default_stiffness(g["law"], load["confining_stress"], size, g["overlap"])
     add_bodies(sim, config, area_stiffness, templates, shape_of, pos[n_s:], random_quaternions(rng, n_g), pos[:n_s],
